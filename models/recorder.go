@@ -1,0 +1,109 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Recorder appends ops to a history as they happen. It is safe for
+// concurrent use: it assigns dense indices and monotonic times under one
+// lock, and writes each op as one line with a single Write call, so a
+// harness that dies mid-run leaves every op recorded before the death on
+// disk (the OS keeps what write(2) accepted even if the process is killed).
+type Recorder struct {
+	mu    sync.Mutex
+	start time.Time
+	w     io.Writer
+	ops   []Op
+	err   error
+	buf   []byte
+}
+
+// NewRecorder writes the header to w and returns a recorder whose op times
+// count from now. w may be nil for an in-memory history.
+func NewRecorder(w io.Writer, hd Header) (*Recorder, error) {
+	r := &Recorder{start: time.Now(), w: w}
+	hd.Format = HistoryFormat
+	hd.Version = HistoryVersion
+	if hd.Started == "" {
+		hd.Started = r.start.UTC().Format(time.RFC3339Nano)
+	}
+	if w != nil {
+		b, err := json.Marshal(hd)
+		if err != nil {
+			return nil, fmt.Errorf("marshal history header: %w", err)
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return nil, fmt.Errorf("write history header: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Start is the wall-clock instant op times count from.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Record appends one op. value is marshalled to JSON (a json.RawMessage is
+// kept as is; nil means no value). It returns the op as recorded. A value
+// that cannot be marshalled is recorded as {"marshal_error": "..."} so that
+// nothing is silently dropped.
+func (r *Recorder) Record(proc string, typ OpType, f, order string, value any) Op {
+	var raw json.RawMessage
+	switch v := value.(type) {
+	case nil:
+	case json.RawMessage:
+		raw = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+		}
+		raw = b
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op := Op{I: int64(len(r.ops)), T: int64(time.Since(r.start)), Proc: proc, Type: typ, F: f, Order: order, Value: raw}
+	r.ops = append(r.ops, op)
+	if r.w != nil && r.err == nil {
+		b, err := json.Marshal(op)
+		if err == nil {
+			r.buf = append(r.buf[:0], b...)
+			r.buf = append(r.buf, '\n')
+			_, err = r.w.Write(r.buf)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("write history op %d: %w", op.I, err)
+		}
+	}
+	return op
+}
+
+// Ops returns a copy of the ops recorded so far.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}
+
+// Len is the number of ops recorded so far.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ops)
+}
+
+// History returns the recorded history so far.
+func (r *Recorder) History() *History {
+	return &History{Header: Header{Format: HistoryFormat, Version: HistoryVersion, Started: r.start.UTC().Format(time.RFC3339Nano)}, Ops: r.Ops()}
+}
+
+// Err reports the first write error, if any. Ops are still kept in memory
+// after a write error.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

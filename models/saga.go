@@ -1,0 +1,117 @@
+package models
+
+// StepKind classifies a saga step (Garcia-Molina & Salem; the seeds' third
+// article): compensatable steps can be undone, the pivot is the point of no
+// return, retriable steps after it are retried until they succeed.
+type StepKind string
+
+// Step kinds.
+const (
+	Compensatable StepKind = "compensatable"
+	Pivot         StepKind = "pivot"
+	Retriable     StepKind = "retriable"
+)
+
+// EffectSpec names a world effect: ops with Proc and F, whose value has each
+// Match field (a top-level JSON string field) equal to the given value.
+// Replays (value.replay == true) are never counted as effects.
+type EffectSpec struct {
+	Proc  string            `json:"proc"`
+	F     string            `json:"f"`
+	Match map[string]string `json:"match,omitempty"`
+}
+
+// Action is what a step or its compensation does, as seen from outside: a
+// world effect and/or an event type in the broker log.
+type Action struct {
+	Name   string      `json:"name"`
+	Effect *EffectSpec `json:"effect,omitempty"`
+	// Event is the event type the service publishes when the action is done.
+	Event string `json:"event,omitempty"`
+}
+
+// Step is one step of a saga.
+type Step struct {
+	Action
+	Service string   `json:"service"`
+	Kind    StepKind `json:"kind"`
+	// Compensation undoes a compensatable step. For a pivot it names the
+	// action that would undo it (e.g. a refund), which must never happen.
+	Compensation *Action `json:"compensation,omitempty"`
+}
+
+// SagaSpec describes a saga as data: its steps in order and its terminal
+// states. Checkers read the spec, never hard-coded step names.
+type SagaSpec struct {
+	Name  string `json:"name"`
+	Steps []Step `json:"steps"`
+	// Success and Failure are the two terminal order statuses; Pending is
+	// the status of a saga in flight (the semantic lock).
+	Success string `json:"success"`
+	Failure string `json:"failure"`
+	Pending string `json:"pending"`
+}
+
+// PivotIndex returns the index of the pivot step, or -1.
+func (s SagaSpec) PivotIndex() int {
+	for i, st := range s.Steps {
+		if st.Kind == Pivot {
+			return i
+		}
+	}
+	return -1
+}
+
+// Terminal reports whether status ends the saga.
+func (s SagaSpec) Terminal(status string) bool { return status == s.Success || status == s.Failure }
+
+// Order statuses of the order saga.
+const (
+	StatusPending   = "PENDING"
+	StatusApproved  = "APPROVED"
+	StatusCancelled = "CANCELLED"
+)
+
+// OrderSaga is the reference domain of DESIGN §4: T1 create order, T2
+// reserve stock, T3 charge (pivot), T4 schedule delivery, T5 approve and
+// e-mail.
+var OrderSaga = SagaSpec{
+	Name:    "order",
+	Success: StatusApproved,
+	Failure: StatusCancelled,
+	Pending: StatusPending,
+	Steps: []Step{
+		{
+			Action:       Action{Name: "create-order", Event: "OrderCreated"},
+			Service:      "orders",
+			Kind:         Compensatable,
+			Compensation: &Action{Name: "cancel-order", Event: "OrderCancelled"},
+		},
+		{
+			Action:       Action{Name: "reserve-stock", Event: "StockReserved"},
+			Service:      "inventory",
+			Kind:         Compensatable,
+			Compensation: &Action{Name: "release-stock", Event: "StockReleased"},
+		},
+		{
+			Action: Action{Name: "charge", Event: "PaymentCharged",
+				Effect: &EffectSpec{Proc: ProcGateway, F: FCharge, Match: map[string]string{"status": ChargeSucceeded}}},
+			Service: "payment",
+			Kind:    Pivot,
+			Compensation: &Action{Name: "refund", Event: "PaymentRefunded",
+				Effect: &EffectSpec{Proc: ProcGateway, F: FRefund, Match: map[string]string{"status": "succeeded"}}},
+		},
+		{
+			Action: Action{Name: "schedule-delivery", Event: "DeliveryScheduled",
+				Effect: &EffectSpec{Proc: ProcCarrier, F: FShipment}},
+			Service: "delivery",
+			Kind:    Retriable,
+		},
+		{
+			Action: Action{Name: "approve", Event: "OrderApproved",
+				Effect: &EffectSpec{Proc: ProcMailer, F: FEmail, Match: map[string]string{"kind": "confirmation"}}},
+			Service: "orders",
+			Kind:    Retriable,
+		},
+	},
+}

@@ -1,0 +1,217 @@
+package targets
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Manifest describes a target (docs/target-contract.md).
+type Manifest struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Build, when set, is run once (from the manifest's directory's module
+	// root) before the first run; "{{bin}}" is the harness's binary dir.
+	Build     *Build    `json:"build,omitempty"`
+	Databases []string  `json:"databases"`
+	Topics    []Topic   `json:"topics"`
+	Processes []Process `json:"processes"`
+	API       API       `json:"api"`
+	Observe   Observe   `json:"observe"`
+	// Failpoints is a command that prints the target's failpoint catalogue
+	// as JSON ([]Failpoint) on stdout.
+	Failpoints []string `json:"failpoints,omitempty"`
+	// Mutants lists the planted bugs the target can switch on through
+	// SAGACHAOS_MUTANT.
+	Mutants []Mutant `json:"mutants,omitempty"`
+
+	// Dir is the directory the manifest was read from (not serialised).
+	Dir string `json:"-"`
+}
+
+// Build is a command that builds the target's binaries.
+type Build struct {
+	Command []string `json:"command"`
+}
+
+// Topic is a Kafka topic the target uses; the harness creates it.
+type Topic struct {
+	Name       string `json:"name"`
+	Partitions int32  `json:"partitions"`
+}
+
+// Process is one component of the target. Replicas > 1 starts competing
+// instances named "<name>-1", "<name>-2", …; a single replica is named
+// "<name>".
+type Process struct {
+	Name     string            `json:"name"`
+	Role     string            `json:"role,omitempty"`
+	Command  []string          `json:"command"`
+	Env      map[string]string `json:"env,omitempty"`
+	Replicas int               `json:"replicas,omitempty"`
+	// Health is the HTTP path polled on the instance's {{listen}} address
+	// until it answers 2xx.
+	Health string `json:"health,omitempty"`
+	// Depends lists the dependencies the instance gets its own proxied
+	// link to: "postgres", "kafka", "gateway", "carrier", "mailer".
+	Depends []string `json:"depends,omitempty"`
+}
+
+// API says which process serves the workload API (POST /orders,
+// GET /orders/{id}, GET /orders).
+type API struct {
+	Process string `json:"process"`
+}
+
+// Observe is the SQL the observer runs after quiescence.
+type Observe struct {
+	Stock   *Query  `json:"stock,omitempty"`
+	Outbox  []Query `json:"outbox,omitempty"`
+	Applied []Query `json:"applied,omitempty"`
+}
+
+// Query is one SQL snapshot against one of the target's databases.
+type Query struct {
+	DB  string `json:"db"`
+	SQL string `json:"sql"`
+	// Complete promises the target deletes no row this query returns during
+	// a run (e.g. outbox retention is longer than any run), so a missing row
+	// is evidence.
+	Complete bool `json:"complete,omitempty"`
+}
+
+// Failpoint is one named crash point a component declares.
+type Failpoint struct {
+	Name        string `json:"name"`
+	Component   string `json:"component"`
+	Description string `json:"description,omitempty"`
+}
+
+// Mutant is one planted bug.
+type Mutant struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Checkers    []string `json:"checkers"`
+	Scenarios   []string `json:"scenarios"`
+}
+
+// Dependencies a process may name in Depends.
+var knownDeps = map[string]bool{"postgres": true, "kafka": true, "gateway": true, "carrier": true, "mailer": true}
+
+// LoadManifest reads and validates a manifest file.
+func LoadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	m, err := ParseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	if i := strings.LastIndex(path, "/"); i >= 0 {
+		m.Dir = path[:i]
+	} else {
+		m.Dir = "."
+	}
+	return m, nil
+}
+
+// ParseManifest decodes and validates a manifest. Unknown fields are errors,
+// so a typo is reported rather than ignored.
+func ParseManifest(b []byte) (*Manifest, error) {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Validate checks the manifest for the mistakes the harness cannot recover
+// from at run time.
+func (m *Manifest) Validate() error {
+	if m.Name == "" {
+		return errors.New("field name: empty")
+	}
+	if len(m.Processes) == 0 {
+		return errors.New("field processes: no process to start")
+	}
+	names := map[string]bool{}
+	for i, p := range m.Processes {
+		if p.Name == "" {
+			return fmt.Errorf("field processes[%d].name: empty", i)
+		}
+		if names[p.Name] {
+			return fmt.Errorf("field processes[%d].name: duplicate %q", i, p.Name)
+		}
+		names[p.Name] = true
+		if len(p.Command) == 0 {
+			return fmt.Errorf("field processes[%d].command: empty", i)
+		}
+		if p.Replicas < 0 {
+			return fmt.Errorf("field processes[%d].replicas: %d is negative", i, p.Replicas)
+		}
+		for _, d := range p.Depends {
+			if !knownDeps[d] {
+				return fmt.Errorf("field processes[%d].depends: unknown dependency %q (known: postgres, kafka, gateway, carrier, mailer)", i, d)
+			}
+		}
+	}
+	if m.API.Process == "" || !names[m.API.Process] {
+		return fmt.Errorf("field api.process: %q is not one of the processes", m.API.Process)
+	}
+	dbs := map[string]bool{}
+	for _, d := range m.Databases {
+		dbs[d] = true
+	}
+	check := func(field string, q Query) error {
+		if !dbs[q.DB] {
+			return fmt.Errorf("field %s.db: %q is not one of the databases", field, q.DB)
+		}
+		if strings.TrimSpace(q.SQL) == "" {
+			return fmt.Errorf("field %s.sql: empty", field)
+		}
+		return nil
+	}
+	if m.Observe.Stock != nil {
+		if err := check("observe.stock", *m.Observe.Stock); err != nil {
+			return err
+		}
+	}
+	for i, q := range m.Observe.Outbox {
+		if err := check(fmt.Sprintf("observe.outbox[%d]", i), q); err != nil {
+			return err
+		}
+	}
+	for i, q := range m.Observe.Applied {
+		if err := check(fmt.Sprintf("observe.applied[%d]", i), q); err != nil {
+			return err
+		}
+	}
+	for i, t := range m.Topics {
+		if t.Name == "" || t.Partitions < 1 {
+			return fmt.Errorf("field topics[%d]: need a name and partitions ≥ 1", i)
+		}
+	}
+	return nil
+}
+
+// Instances returns the instance names of a process: "<name>" for one
+// replica, "<name>-1" … "<name>-n" for more.
+func (p Process) Instances() []string {
+	n := p.Replicas
+	if n <= 1 {
+		return []string{p.Name}
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", p.Name, i+1)
+	}
+	return out
+}
