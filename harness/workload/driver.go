@@ -1,0 +1,329 @@
+// Package workload is the client side of a run: it places the orders of a
+// scenarios.Workload against a target's workload API (docs/target-contract.md)
+// and records every attempt in the history as invoke followed by ok, fail or
+// info.
+//
+// The one rule it never breaks: an attempt whose effect is uncertain (a
+// timeout, a dropped connection, a 5xx, a cancelled context) is recorded as
+// info, never as fail, because the order may exist. Checkers settle such ops
+// from the final state.
+package workload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios"
+)
+
+// Defaults a Driver uses unless an Option overrides them.
+const (
+	DefaultTimeout = 5 * time.Second
+	DefaultBackoff = 50 * time.Millisecond
+	// maxBody bounds how much of a reply is read; the workload API answers
+	// with small JSON, anything larger is not an answer we can trust.
+	maxBody = 1 << 20
+)
+
+// Driver places orders and records them. It is safe to call Invoked and
+// Subscribe from other goroutines while Run is running (the nemesis does).
+type Driver struct {
+	rec      *models.Recorder
+	base     string
+	client   *http.Client
+	timeout  time.Duration
+	backoff  time.Duration
+	log      *slog.Logger
+	onInvoke func(n int64)
+
+	invoked atomic.Int64
+	mu      sync.Mutex
+	waiters []waiter
+}
+
+type waiter struct {
+	n  int64
+	ch chan struct{}
+}
+
+// Option configures a Driver.
+type Option func(*Driver)
+
+// WithTimeout bounds one HTTP request (default DefaultTimeout); pass the
+// scenario's Limits.ClientTimeout. A request that runs past it is recorded
+// as info.
+func WithTimeout(d time.Duration) Option { return func(dr *Driver) { dr.timeout = d } }
+
+// WithHTTPClient replaces the driver's HTTP client (default: a client with
+// its own transport, so Run can close its connections when it ends). The
+// per-request bound is WithTimeout's, applied through the request context.
+func WithHTTPClient(c *http.Client) Option { return func(dr *Driver) { dr.client = c } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(dr *Driver) { dr.log = l } }
+
+// WithRetryBackoff sets the pause before retrying an unknown outcome
+// (default DefaultBackoff; the k-th retry waits k times it).
+func WithRetryBackoff(d time.Duration) Option { return func(dr *Driver) { dr.backoff = d } }
+
+// OnInvoke registers a hook called with the new Invoked() count right after
+// each order's first invoke op is recorded. It runs on the client goroutine:
+// keep it short.
+func OnInvoke(f func(n int64)) Option { return func(dr *Driver) { dr.onInvoke = f } }
+
+// New returns a driver that records into rec and sends requests to baseURL
+// (the target's API address, normally through the client→orders link).
+func New(rec *models.Recorder, baseURL string, opts ...Option) *Driver {
+	d := &Driver{
+		rec:     rec,
+		base:    strings.TrimRight(baseURL, "/"),
+		timeout: DefaultTimeout,
+		backoff: DefaultBackoff,
+		log:     slog.Default(),
+	}
+	for _, o := range opts {
+		o(d)
+	}
+	if d.client == nil {
+		d.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return d
+}
+
+// Invoked is the number of orders whose first attempt has been recorded.
+// Retries and duplicate submissions do not count: fault triggers count
+// orders, so a seed replays the same way whatever the outcomes.
+func (d *Driver) Invoked() int64 { return d.invoked.Load() }
+
+// Subscribe returns a channel that is closed once Invoked() >= n (at once
+// if it already is). A channel for an n never reached stays open; callers
+// select on it together with their context.
+func (d *Driver) Subscribe(n int) <-chan struct{} {
+	ch := make(chan struct{})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.invoked.Load() >= int64(n) {
+		close(ch)
+		return ch
+	}
+	d.waiters = append(d.waiters, waiter{n: int64(n), ch: ch})
+	return ch
+}
+
+// countInvoke bumps the counter and wakes the subscribers it satisfies.
+func (d *Driver) countInvoke() {
+	d.mu.Lock()
+	n := d.invoked.Add(1)
+	kept := d.waiters[:0]
+	for _, w := range d.waiters {
+		if n >= w.n {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	d.waiters = kept
+	d.mu.Unlock()
+	if d.onInvoke != nil {
+		d.onInvoke(n)
+	}
+}
+
+// Run places every order of w: w.Clients goroutines named client-0…, each
+// placing its own orders (OrderPlan.Client) in plan order, pausing Gap
+// before each. It returns when every client is done (nil) or when ctx ends
+// (ctx's error); in-flight requests are then recorded as info.
+func (d *Driver) Run(ctx context.Context, w scenarios.Workload) error {
+	clients := w.Clients
+	if clients < 1 {
+		clients = 1
+	}
+	plans := make([][]scenarios.OrderPlan, clients)
+	for _, o := range w.Orders {
+		if o.Client < 0 || o.Client >= clients {
+			return fmt.Errorf("workload: order %q is for client %d, but the workload has %d clients", o.Key, o.Client, clients)
+		}
+		plans[o.Client] = append(plans[o.Client], o)
+	}
+	if tr, ok := d.client.Transport.(interface{ CloseIdleConnections() }); ok {
+		defer tr.CloseIdleConnections()
+	}
+	var wg sync.WaitGroup
+	for c := range plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.runClient(ctx, fmt.Sprintf("%s%d", models.ProcClientPfx, c), plans[c])
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (d *Driver) runClient(ctx context.Context, proc string, orders []scenarios.OrderPlan) {
+	for _, o := range orders {
+		if !sleep(ctx, o.Gap.D()) {
+			return
+		}
+		if !d.placeOrder(ctx, proc, o) {
+			return
+		}
+	}
+}
+
+// placeOrder sends one order's submissions, each retried on an unknown
+// outcome up to RetryUnknown times (the budget is per submission: a double
+// click is a second, independent user action). It reports false when ctx
+// ended.
+func (d *Driver) placeOrder(ctx context.Context, proc string, o scenarios.OrderPlan) bool {
+	subs := max(o.Submissions, 1)
+	attempt := 0
+	for s := 0; s < subs; s++ {
+		for retry := 0; ; retry++ {
+			if ctx.Err() != nil {
+				return false
+			}
+			attempt++
+			typ := d.attempt(ctx, proc, o, attempt)
+			if typ != models.Info || retry >= o.RetryUnknown {
+				break
+			}
+			if !sleep(ctx, time.Duration(retry+1)*d.backoff) {
+				return false
+			}
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// orderReply is the 2xx body of POST /orders.
+type orderReply struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// errorReply is the error body of the workload API.
+type errorReply struct {
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// attempt sends one request and records invoke and its completion. It
+// returns the completion's type.
+func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.OrderPlan, attempt int) models.OpType {
+	// Strings, ints and a slice of plain structs: Marshal cannot fail.
+	body, _ := json.Marshal(struct {
+		Customer string        `json:"customer"`
+		Items    []models.Item `json:"items"`
+		Card     string        `json:"card"`
+		Total    int64         `json:"total"`
+	}{o.Customer, o.Items, o.Card, o.Total})
+	d.rec.Record(proc, models.Invoke, models.FPlaceOrder, "", models.PlaceOrder{
+		Key: o.Key, Customer: o.Customer, Items: o.Items, Card: o.Card, Total: o.Total, Attempt: attempt,
+	})
+	if attempt == 1 {
+		d.countInvoke()
+	}
+	info := func(status int, code, msg string) models.OpType {
+		d.rec.Record(proc, models.Info, models.FPlaceOrder, "", models.ClientFailure{Key: o.Key, Status: status, Code: code, Error: msg})
+		return models.Info
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.base+"/orders", bytes.NewReader(body))
+	if err != nil {
+		return info(0, "", fmt.Sprintf("build request: %v", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", o.Key)
+	// net/http silently re-sends a request that carries an Idempotency-Key
+	// when a reused connection breaks. Without GetBody it cannot, so every
+	// send the target sees is an attempt the history shows.
+	req.GetBody = nil
+
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return info(0, "", unknownOutcome(ctx, rctx, err))
+	}
+	defer resp.Body.Close()
+	raw, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	st := resp.StatusCode
+	switch {
+	case st >= 200 && st < 300:
+		if rerr != nil {
+			return info(st, "", fmt.Sprintf("read %d reply: %s", st, unknownOutcome(ctx, rctx, rerr)))
+		}
+		var r orderReply
+		if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
+			// Accepted, but we cannot say which order: unknown, not ok.
+			return info(st, "", fmt.Sprintf("%d reply without an order id: %q", st, truncate(raw)))
+		}
+		d.rec.Record(proc, models.Ok, models.FPlaceOrder, r.ID, models.PlaceOrderReply{
+			Key: o.Key, Status: st, Order: r.ID, Replayed: strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"),
+		})
+		return models.Ok
+	case st >= 400 && st < 500:
+		var e errorReply
+		if rerr == nil && json.Unmarshal(raw, &e) == nil && e.Code != "" {
+			d.rec.Record(proc, models.Fail, models.FPlaceOrder, "", models.ClientFailure{Key: o.Key, Status: st, Code: e.Code, Error: e.Error})
+			return models.Fail
+		}
+		// A 4xx without the API's error shape may come from something in
+		// between (a proxy); we cannot be sure the target refused.
+		return info(st, "", fmt.Sprintf("%d without an error code: %q", st, truncate(raw)))
+	default:
+		var e errorReply
+		_ = json.Unmarshal(raw, &e)
+		msg := e.Error
+		if msg == "" {
+			msg = fmt.Sprintf("%d: %q", st, truncate(raw))
+		}
+		return info(st, e.Code, msg)
+	}
+}
+
+// unknownOutcome describes a transport error, saying which deadline ended
+// the request when one did.
+func unknownOutcome(ctx, rctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Sprintf("run interrupted mid-request: %v", err)
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("client timeout: %v", err)
+	}
+	return err.Error()
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
