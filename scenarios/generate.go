@@ -1,0 +1,325 @@
+package scenarios
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"pgregory.net/rapid"
+
+	"github.com/sagachaos/sagachaos/models"
+)
+
+// Catalog is what the generator needs to know about a target: its processes
+// (to name instances and links) and its declared failpoints. The harness
+// builds it from the manifest.
+type Catalog struct {
+	Processes  []Process
+	Failpoints []FailpointRef
+	// APIProcess serves the workload API; the clients reach it through the
+	// link "client→<APIProcess>".
+	APIProcess string
+}
+
+// Process is one component of the target as the generator sees it.
+type Process struct {
+	Name     string
+	Role     string
+	Depends  []string
+	Replicas int
+}
+
+// FailpointRef is a declared failpoint and the process that owns it.
+type FailpointRef struct {
+	Name      string
+	Component string
+}
+
+// Instances names the running instances of p given a replica count.
+func Instances(name string, replicas int) []string {
+	if replicas <= 1 {
+		return []string{name}
+	}
+	out := make([]string, replicas)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, i+1)
+	}
+	return out
+}
+
+// LinkName is the name of the proxied link from a component to a
+// dependency (DESIGN §5).
+func LinkName(component, dependency string) string { return component + "→" + dependency }
+
+// instancesOf returns the instance names of every process, honouring the
+// replica overrides.
+func (c Catalog) instancesOf(replicas map[string]int) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range c.Processes {
+		n := p.Replicas
+		if r, ok := replicas[p.Name]; ok {
+			n = r
+		}
+		out[p.Name] = Instances(p.Name, n)
+	}
+	return out
+}
+
+// Links lists every link a run of the target has, given replica overrides.
+func (c Catalog) Links(replicas map[string]int) []string {
+	inst := c.instancesOf(replicas)
+	var out []string
+	for _, p := range c.Processes {
+		for _, in := range inst[p.Name] {
+			for _, d := range p.Depends {
+				out = append(out, LinkName(in, d))
+			}
+		}
+	}
+	if c.APIProcess != "" {
+		out = append(out, LinkName("client", c.APIProcess))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func matchAny(pats []string, s string) bool {
+	if len(pats) == 0 {
+		return true
+	}
+	for _, p := range pats {
+		if ok, _ := path.Match(p, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func filter(xs []string, pats []string) []string {
+	var out []string
+	for _, x := range xs {
+		if matchAny(pats, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// CheckAgainst reports the first pattern of s that names nothing the
+// target has: a failpoint the target does not declare, a component or link
+// it does not have. Such a scenario would silently test less than it says.
+func (s *Spec) CheckAgainst(file string, c Catalog) error {
+	var fps []string
+	for _, f := range c.Failpoints {
+		fps = append(fps, f.Name)
+	}
+	var comps []string
+	for _, v := range c.instancesOf(map[string]int{"relay": s.Relays.Max}) {
+		comps = append(comps, v...)
+	}
+	links := c.Links(map[string]int{"relay": s.Relays.Max})
+	for _, set := range []struct {
+		field string
+		pats  []string
+		names []string
+		what  string
+	}{
+		{"faults.failpoints", s.Faults.Failpoints, fps, "unknown failpoint"},
+		{"faults.components", s.Faults.Components, comps, "no component matches"},
+		{"faults.links", s.Faults.Links, links, "no link matches"},
+	} {
+		for i, p := range set.pats {
+			if len(filter(set.names, []string{p})) == 0 {
+				return &SpecError{File: file, Field: fmt.Sprintf("%s[%d]", set.field, i),
+					Problem: fmt.Sprintf("%s %q (known: %s)", set.what, p, strings.Join(set.names, ", "))}
+			}
+		}
+	}
+	return nil
+}
+
+// Generate draws the concrete scenario for seed from s. The same spec,
+// catalog and seed always give the same scenario.
+func Generate(s *Spec, seed uint64, c Catalog) (Scenario, error) {
+	if err := s.CheckAgainst(s.Name, c); err != nil {
+		return Scenario{}, err
+	}
+	sc := ScenarioGen(s, c).Example(int(seed))
+	sc.Seed = seed
+	return sc, nil
+}
+
+// ScenarioGen is the rapid generator behind Generate; `run --shrink` and
+// users' own property tests drive it directly so rapid can shrink a failing
+// case.
+func ScenarioGen(s *Spec, c Catalog) *rapid.Generator[Scenario] {
+	return rapid.Custom(func(t *rapid.T) Scenario {
+		return draw(t, s, c)
+	})
+}
+
+func drawRange(t *rapid.T, r Range, label string) int {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	return rapid.IntRange(r.Min, r.Max).Draw(t, label)
+}
+
+func chance(t *rapid.T, p float64, label string) bool {
+	if p <= 0 {
+		return false
+	}
+	if p >= 1 {
+		return true
+	}
+	// Integer draws shrink towards 0, i.e. towards "no".
+	return rapid.IntRange(0, 999).Draw(t, label) >= 1000-int(p*1000)
+}
+
+func draw(t *rapid.T, s *Spec, c Catalog) Scenario {
+	sc := Scenario{Name: s.Name, Description: s.Description, Limits: s.Limits}
+	relays := drawRange(t, s.Relays, "relays")
+	sc.Replicas = map[string]int{"relay": relays}
+
+	nSKU := drawRange(t, s.SKUs, "skus")
+	skus := make([]string, nSKU)
+	prices := make([]int64, nSKU)
+	sc.Workload.InitialStock = map[string]int64{}
+	for i := range skus {
+		skus[i] = fmt.Sprintf("sku-%d", i+1)
+		sc.Workload.InitialStock[skus[i]] = int64(drawRange(t, s.Stock, "stock"))
+		prices[i] = int64(100 * (1 + i%7))
+	}
+	sc.Workload.Clients = drawRange(t, s.Clients, "clients")
+	nOrders := drawRange(t, s.Orders, "orders")
+	for i := 0; i < nOrders; i++ {
+		o := OrderPlan{
+			Key:      fmt.Sprintf("k-%d", i+1),
+			Customer: fmt.Sprintf("c-%d", 1+rapid.IntRange(0, 9).Draw(t, "customer")),
+			Client:   rapid.IntRange(0, sc.Workload.Clients-1).Draw(t, "client"),
+			Card:     "tok_visa",
+		}
+		lines := drawRange(t, Range{Min: s.Lines.Min, Max: min(s.Lines.Max, nSKU)}, "lines")
+		first := rapid.IntRange(0, nSKU-1).Draw(t, "sku")
+		for l := 0; l < lines; l++ {
+			k := (first + l) % nSKU
+			q := drawRange(t, s.Qty, "qty")
+			o.Items = append(o.Items, models.Item{SKU: skus[k], Qty: q})
+			o.Total += int64(q) * prices[k]
+		}
+		switch {
+		case chance(t, s.DeclineRate, "decline"):
+			o.Card = fmt.Sprintf("tok_decline_%d", i+1)
+		case chance(t, s.AmbiguousRate, "ambiguous"):
+			if rapid.Bool().Draw(t, "hang") {
+				o.Card = fmt.Sprintf("tok_ambiguous_hang_%d", i+1)
+			} else {
+				o.Card = fmt.Sprintf("tok_ambiguous_500_%d", i+1)
+			}
+		}
+		o.Submissions = 1
+		if chance(t, s.DuplicateRate, "duplicate") {
+			o.Submissions = 2
+		}
+		o.RetryUnknown = s.RetryUnknown
+		if !chance(t, s.BurstRate, "burst") {
+			o.Gap = Duration(int64(drawRange(t, s.GapMS, "gap")) * 1e6)
+		}
+		sc.Workload.Orders = append(sc.Workload.Orders, o)
+	}
+
+	nFaults := drawRange(t, s.Faults.Count, "faults")
+	for i := 0; i < nFaults; i++ {
+		if f, ok := drawFault(t, s, c, sc.Replicas, nOrders); ok {
+			f.ID = fmt.Sprintf("f%d", len(sc.Faults)+1)
+			sc.Faults = append(sc.Faults, f)
+		}
+	}
+	sort.SliceStable(sc.Faults, func(i, j int) bool { return sc.Faults[i].AfterOrders < sc.Faults[j].AfterOrders })
+	for i := range sc.Faults {
+		sc.Faults[i].ID = fmt.Sprintf("f%d", i+1)
+	}
+	return sc
+}
+
+func pick(t *rapid.T, xs []string, label string) string {
+	return xs[rapid.IntRange(0, len(xs)-1).Draw(t, label)]
+}
+
+func drawFault(t *rapid.T, s *Spec, c Catalog, replicas map[string]int, nOrders int) (Fault, bool) {
+	kind := pick(t, s.Faults.Kinds, "kind")
+	f := Fault{Kind: kind, AfterOrders: rapid.IntRange(0, max(0, nOrders*3/4)).Draw(t, "after"),
+		Duration: Duration(int64(drawRange(t, s.Faults.DurationMS, "duration")) * 1e6)}
+	inst := c.instancesOf(replicas)
+	var comps, consumers []string
+	for _, p := range c.Processes {
+		for _, in := range inst[p.Name] {
+			if !matchAny(s.Faults.Components, in) {
+				continue
+			}
+			comps = append(comps, in)
+			if p.Role != "relay" {
+				consumers = append(consumers, in)
+			}
+		}
+	}
+	switch kind {
+	case FaultLinkDown, FaultLatency, FaultBandwidth, FaultBlackhole, FaultResetPeer, FaultLimitData:
+		links := filter(c.Links(replicas), s.Faults.Links)
+		if len(links) == 0 {
+			return f, false
+		}
+		f.Target = pick(t, links, "link")
+		switch kind {
+		case FaultLatency:
+			f.Params = map[string]string{"latency_ms": fmt.Sprint(rapid.IntRange(20, 500).Draw(t, "latency")), "jitter_ms": fmt.Sprint(rapid.IntRange(0, 100).Draw(t, "jitter"))}
+		case FaultBandwidth:
+			f.Params = map[string]string{"rate_kb": fmt.Sprint(rapid.IntRange(1, 64).Draw(t, "rate"))}
+		case FaultLimitData:
+			f.Params = map[string]string{"bytes": fmt.Sprint(rapid.IntRange(16, 4096).Draw(t, "bytes"))}
+		}
+	case FaultFailpoint:
+		var fps []FailpointRef
+		for _, fp := range c.Failpoints {
+			if matchAny(s.Faults.Failpoints, fp.Name) {
+				fps = append(fps, fp)
+			}
+		}
+		if len(fps) == 0 {
+			return f, false
+		}
+		fp := fps[rapid.IntRange(0, len(fps)-1).Draw(t, "failpoint")]
+		ins := inst[fp.Component]
+		if len(ins) == 0 {
+			return f, false
+		}
+		f.Target = fp.Name
+		f.AfterOrders = 0 // armed at start; fires on its Nth hit
+		f.Params = map[string]string{
+			"component": pick(t, ins, "instance"),
+			"action":    "crash",
+			"hit":       fmt.Sprint(rapid.IntRange(1, 8).Draw(t, "hit")),
+		}
+	case FaultKill, FaultPause:
+		if len(comps) == 0 {
+			return f, false
+		}
+		f.Target = pick(t, comps, "component")
+	case FaultRewind:
+		if len(consumers) == 0 {
+			return f, false
+		}
+		f.Target = pick(t, consumers, "consumer")
+	case FaultKafkaProduceErr, FaultKafkaCommitErr:
+		f.Params = map[string]string{"count": fmt.Sprint(rapid.IntRange(1, 5).Draw(t, "count"))}
+	case FaultGatewayAmbiguous:
+		mode := "500"
+		if rapid.Bool().Draw(t, "hang") {
+			mode = "hang"
+		}
+		f.Params = map[string]string{"mode": mode, "count": fmt.Sprint(rapid.IntRange(1, 3).Draw(t, "count"))}
+	case FaultDBCrash:
+	}
+	return f, true
+}

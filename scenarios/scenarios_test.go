@@ -1,0 +1,133 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var testCatalog = Catalog{
+	APIProcess: "orders",
+	Processes: []Process{
+		{Name: "orders", Role: "orchestrator", Depends: []string{"postgres", "kafka", "mailer"}},
+		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}},
+		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}},
+		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}},
+		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
+	},
+	Failpoints: []FailpointRef{
+		{"relay.after-select", "relay"}, {"relay.after-publish", "relay"}, {"relay.after-mark", "relay"},
+		{"inventory.after-apply", "inventory"}, {"payment.after-charge", "payment"},
+		{"delivery.after-ship", "delivery"}, {"orders.after-state-save", "orders"},
+	},
+}
+
+func TestNamedScenariosGenerate(t *testing.T) {
+	names := Names()
+	if len(names) < 11 {
+		t.Fatalf("only %d named scenarios: %v", len(names), names)
+	}
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) {
+			s, err := Load(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Generate(s, 7, testCatalog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := Generate(s, 7, testCatalog)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatal("same seed gave two different scenarios")
+			}
+			if len(a.Workload.Orders) < s.Orders.Min || len(a.Workload.Orders) > s.Orders.Max {
+				t.Fatalf("%d orders outside %v", len(a.Workload.Orders), s.Orders)
+			}
+			if len(a.Faults) > s.Faults.Count.Max {
+				t.Fatalf("%d faults, max %d", len(a.Faults), s.Faults.Count.Max)
+			}
+			for _, f := range a.Faults {
+				if !matchAny(s.Faults.Kinds, f.Kind) {
+					t.Fatalf("fault kind %q not allowed by %v", f.Kind, s.Faults.Kinds)
+				}
+			}
+			// scenario.json round trip: a replay reads back exactly this.
+			raw, _ := json.Marshal(a)
+			var back Scenario
+			if err := json.Unmarshal(raw, &back); err != nil || !reflect.DeepEqual(a, back) {
+				t.Fatalf("scenario.json round trip: %v", err)
+			}
+		})
+	}
+}
+
+func TestSeedsDiffer(t *testing.T) {
+	s, _ := Load("everything")
+	a, _ := Generate(s, 1, testCatalog)
+	b, _ := Generate(s, 2, testCatalog)
+	if reflect.DeepEqual(a.Workload, b.Workload) && reflect.DeepEqual(a.Faults, b.Faults) {
+		t.Fatal("seeds 1 and 2 gave the same scenario")
+	}
+}
+
+func TestEverythingCoversFaultKinds(t *testing.T) {
+	s, _ := Load("everything")
+	seen := map[string]bool{}
+	for seed := uint64(1); seed <= 60; seed++ {
+		sc, err := Generate(s, seed, testCatalog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range sc.Faults {
+			seen[f.Kind] = true
+		}
+	}
+	for _, k := range s.Faults.Kinds {
+		if !seen[k] {
+			t.Errorf("fault kind %s never drawn in 60 seeds", k)
+		}
+	}
+}
+
+func TestBrokenSpecs(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"syntax", `{"name": `, "malformed JSON"},
+		{"unknown field", `{"name":"x","ordres":{}}`, "field ordres: unknown field"},
+		{"wrong type", `{"name":"x","orders":"many"}`, "field orders: want"},
+		{"range", `{"name":"x","orders":{"min":10,"max":5}}`, "field orders: max 5 is below min 10"},
+		{"rate", `{"name":"x","orders":{"min":1,"max":1},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"relays":{"min":1,"max":1},"decline_rate":2}`, "field decline_rate: 2 is not a probability"},
+		{"kind", `{"name":"x","orders":{"min":1,"max":1},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"relays":{"min":1,"max":1},"faults":{"count":{"min":1,"max":1},"kinds":["meteor"]}}`, `unknown fault kind "meteor"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseSpec("bad.json", []byte(c.body))
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *SpecError", err)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario bad.json") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err = %q, want one line naming the file and containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := Load("testdata/broken-range.json"); err == nil || !strings.Contains(err.Error(), "testdata/broken-range.json: field orders") {
+		t.Fatalf("file: %v", err)
+	}
+	if _, err := Load("no-such-scenario"); !errors.Is(err, ErrUnknownScenario) {
+		t.Fatalf("unknown name: %v", err)
+	}
+}
+
+func TestUnknownFailpoint(t *testing.T) {
+	s, _ := Load("relay-crash")
+	s.Faults.Failpoints = []string{"relay.after-lunch"}
+	_, err := Generate(s, 1, testCatalog)
+	if err == nil || !strings.Contains(err.Error(), `unknown failpoint "relay.after-lunch"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

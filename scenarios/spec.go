@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Spec is a named scenario file: the ranges the generator draws a concrete
+// Scenario from. See scenarios/named/*.json.
+type Spec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+
+	Orders  Range `json:"orders"`
+	Clients Range `json:"clients"`
+	SKUs    Range `json:"skus"`
+	Stock   Range `json:"stock"` // initial units per SKU
+	Qty     Range `json:"qty"`   // units per order line
+	Lines   Range `json:"lines"` // lines per order
+
+	// Rates are probabilities per order.
+	DeclineRate   float64 `json:"decline_rate"`
+	AmbiguousRate float64 `json:"ambiguous_rate"` // cards the gateway charges then answers 500 / never answers
+	DuplicateRate float64 `json:"duplicate_rate"` // same key sent twice back to back
+	BurstRate     float64 `json:"burst_rate"`     // order placed with no gap
+	RetryUnknown  int     `json:"retry_unknown"`  // client retries after an unknown outcome
+	GapMS         Range   `json:"gap_ms"`
+
+	Relays Range      `json:"relays"`
+	Faults FaultRange `json:"faults"`
+	Limits Limits     `json:"limits"`
+}
+
+// Range is an inclusive integer range.
+type Range struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// FaultRange says which faults a scenario may plan.
+type FaultRange struct {
+	Count Range    `json:"count"`
+	Kinds []string `json:"kinds"`
+	// Patterns (path.Match syntax) over link names ("relay-*→kafka"),
+	// component instances ("relay-*") and failpoint names ("relay.*").
+	Links      []string `json:"links,omitempty"`
+	Components []string `json:"components,omitempty"`
+	Failpoints []string `json:"failpoints,omitempty"`
+	DurationMS Range    `json:"duration_ms"`
+}
+
+//go:embed named/*.json
+var namedFS embed.FS
+
+// SpecError is a scenario file that cannot be used: it names the file, the
+// field and the problem in one line.
+type SpecError struct {
+	File, Field, Problem string
+}
+
+func (e *SpecError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("scenario %s: %s", e.File, e.Problem)
+	}
+	return fmt.Sprintf("scenario %s: field %s: %s", e.File, e.Field, e.Problem)
+}
+
+// ErrUnknownScenario is returned for a name that is neither a named scenario
+// nor a file.
+var ErrUnknownScenario = errors.New("unknown scenario")
+
+// Names lists the named scenarios, sorted.
+func Names() []string {
+	ents, _ := namedFS.ReadDir("named")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Load finds a scenario by name (one of Names) or by path to a .json file.
+func Load(nameOrPath string) (*Spec, error) {
+	if strings.HasSuffix(nameOrPath, ".json") || strings.ContainsRune(nameOrPath, '/') {
+		b, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, &SpecError{File: nameOrPath, Problem: err.Error()}
+		}
+		return ParseSpec(nameOrPath, b)
+	}
+	b, err := namedFS.ReadFile("named/" + nameOrPath + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownScenario, nameOrPath, strings.Join(Names(), ", "))
+	}
+	return ParseSpec("scenarios/named/"+nameOrPath+".json", b)
+}
+
+// ParseSpec decodes and validates a scenario file; file names it in errors.
+func ParseSpec(file string, b []byte) (*Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, &SpecError{File: file, Field: jsonField(err), Problem: jsonProblem(err)}
+	}
+	if dec.Decode(&struct{}{}) != io.EOF {
+		return nil, &SpecError{File: file, Problem: "trailing data after the JSON object"}
+	}
+	if err := s.validate(); err != nil {
+		err.File = file
+		return nil, err
+	}
+	return &s, nil
+}
+
+func jsonField(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field
+	}
+	if m := err.Error(); strings.HasPrefix(m, "json: unknown field ") {
+		return strings.Trim(strings.TrimPrefix(m, "json: unknown field "), `"`)
+	}
+	return ""
+}
+
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("want %s, got %s", te.Type, te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, err)
+	}
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return "unknown field"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "malformed JSON: unexpected end of file"
+	}
+	return err.Error()
+}
+
+func (s *Spec) validate() *SpecError {
+	bad := func(field, format string, a ...any) *SpecError {
+		return &SpecError{Field: field, Problem: fmt.Sprintf(format, a...)}
+	}
+	if s.Name == "" {
+		return bad("name", "empty")
+	}
+	ranges := []struct {
+		field string
+		r     Range
+		min   int
+	}{
+		{"orders", s.Orders, 1}, {"clients", s.Clients, 1}, {"skus", s.SKUs, 1}, {"stock", s.Stock, 0},
+		{"qty", s.Qty, 1}, {"lines", s.Lines, 1}, {"gap_ms", s.GapMS, 0}, {"relays", s.Relays, 1},
+		{"faults.count", s.Faults.Count, 0}, {"faults.duration_ms", s.Faults.DurationMS, 0},
+	}
+	for _, r := range ranges {
+		if r.r.Min < r.min {
+			return bad(r.field+".min", "%d is below %d", r.r.Min, r.min)
+		}
+		if r.r.Max < r.r.Min {
+			return bad(r.field, "max %d is below min %d", r.r.Max, r.r.Min)
+		}
+	}
+	for _, r := range []struct {
+		field string
+		v     float64
+	}{{"decline_rate", s.DeclineRate}, {"ambiguous_rate", s.AmbiguousRate}, {"duplicate_rate", s.DuplicateRate}, {"burst_rate", s.BurstRate}} {
+		if r.v < 0 || r.v > 1 {
+			return bad(r.field, "%v is not a probability in [0, 1]", r.v)
+		}
+	}
+	if s.RetryUnknown < 0 {
+		return bad("retry_unknown", "%d is negative", s.RetryUnknown)
+	}
+	known := map[string]bool{}
+	for _, k := range FaultKinds {
+		known[k] = true
+	}
+	for i, k := range s.Faults.Kinds {
+		if !known[k] {
+			return bad(fmt.Sprintf("faults.kinds[%d]", i), "unknown fault kind %q (known: %s)", k, strings.Join(FaultKinds, ", "))
+		}
+	}
+	if s.Faults.Count.Max > 0 && len(s.Faults.Kinds) == 0 {
+		return bad("faults.kinds", "faults.count allows faults but no kind is listed")
+	}
+	for field, pats := range map[string][]string{"faults.links": s.Faults.Links, "faults.components": s.Faults.Components, "faults.failpoints": s.Faults.Failpoints} {
+		for i, p := range pats {
+			if _, err := path.Match(p, ""); err != nil {
+				return bad(fmt.Sprintf("%s[%d]", field, i), "bad pattern %q: %v", p, err)
+			}
+		}
+	}
+	if s.Limits.TimeLimit <= 0 {
+		return bad("limits.time_limit", "must be positive (e.g. \"120s\")")
+	}
+	if s.Limits.Quiesce <= 0 {
+		return bad("limits.quiesce", "must be positive (e.g. \"60s\")")
+	}
+	if s.Limits.ClientTimeout <= 0 {
+		return bad("limits.client_timeout", "must be positive (e.g. \"3s\")")
+	}
+	return nil
+}
