@@ -1,0 +1,72 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sagachaos/sagachaos/models"
+)
+
+// WriteJSON writes v as verdict.json: indented two spaces, fields in struct
+// order, a trailing newline, and the schema version filled in, so two runs
+// with the same verdict produce byte-identical files (diffable in CI). The
+// schema is documented in reports/verdict.md. A nil slice of results is
+// written as [] rather than null so that readers need no special case.
+func WriteJSON(w io.Writer, v models.Verdict) error {
+	if v.Version == 0 {
+		v.Version = models.VerdictVersion
+	}
+	if v.Results == nil {
+		v.Results = []models.CheckResult{}
+	}
+	for i := range v.Results {
+		for j := range v.Results[i].Violations {
+			if v.Results[i].Violations[j].Ops == nil {
+				v.Results[i].Violations[j].Ops = []int64{}
+			}
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil { // Encode appends the newline
+		return fmt.Errorf("encode verdict: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write verdict: %w", err)
+	}
+	return nil
+}
+
+// ReadVerdict reads a verdict.json. It refuses a schema version newer than
+// this build understands (the file would be misread), and accepts a missing
+// version as 1 (hand-written fixtures).
+func ReadVerdict(path string) (models.Verdict, error) {
+	var v models.Verdict
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return v, fmt.Errorf("read verdict: %w", err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("parse verdict %s: %w", path, err)
+	}
+	if v.Version == 0 {
+		v.Version = 1
+	}
+	if v.Version > models.VerdictVersion {
+		return v, fmt.Errorf("verdict %s: schema version %d is newer than this build reads (%d); upgrade sagachaos", path, v.Version, models.VerdictVersion)
+	}
+	switch v.Status {
+	case models.Valid, models.Invalid, models.Unknown:
+	case "":
+		if v.Error == "" {
+			return v, fmt.Errorf("verdict %s: no status and no error", path)
+		}
+	default:
+		return v, fmt.Errorf("verdict %s: unknown status %q", path, v.Status)
+	}
+	return v, nil
+}
