@@ -1,0 +1,192 @@
+package checkers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sagachaos/sagachaos/models"
+)
+
+// Checker proves or disproves one invariant over a history.
+type Checker interface {
+	Name() string
+	Check(h *models.History) models.CheckResult
+}
+
+// IndexChecker is a Checker that can also run on a prepared Index, so that
+// CheckAll digests the history once for the whole catalogue.
+type IndexChecker interface {
+	Checker
+	CheckIndex(ix *Index) models.CheckResult
+}
+
+// Description says what a checker proves and from what, for
+// `sagachaos list checkers` and the report.
+type Description struct {
+	Name      string `json:"name"`
+	Invariant string `json:"invariant"`
+	Evidence  string `json:"evidence"`
+}
+
+// entry is one catalogue line: a checker's description and its function.
+type entry struct {
+	Description
+	check func(ix *Index, b *builder)
+}
+
+// catalogue is the stable order of All, Describe and verdict.json.
+var catalogue = []entry{
+	{Description{"saga-terminates", "every accepted order ends in the spec's success or failure status", "client ops, final order states, quiesce"}, checkTerminates},
+	{Description{"all-or-nothing", "success ⇒ every step's effect happened (net of compensations); failure ⇒ no step effect remains", "world effects, final order states"}, checkAllOrNothing},
+	{Description{"no-double-effect", "at most one non-replay world effect of each spec action per order", "world effects"}, checkNoDoubleEffect},
+	{Description{"compensation-order", "compensations run in reverse step order, never for a step that never ran, and no forward action follows its compensation", "world effects (real-time order), event seqs of one source"}, checkCompensationOrder},
+	{Description{"pivot", "a pivot effect is never compensated, nothing after the pivot happens before it, and a pivoted order ends in success", "world effects, final order states"}, checkPivot},
+	{Description{"no-lost-event", "every committed outbox row reaches Kafka at least once", "outbox rows, Kafka log (complete snapshot)"}, checkNoLostEvent},
+	{Description{"no-phantom-event", "every Kafka record matches a committed outbox row", "Kafka log, outbox rows (complete snapshot)"}, checkNoPhantomEvent},
+	{Description{"per-aggregate-order", "per source and aggregate, records first appear in a partition in seq order, are keyed by the aggregate, and each consumer applies them in seq order", "Kafka log, envelope seq, applied records"}, checkPerAggregateOrder},
+	{Description{"conservation", "stock is never negative, initial = available + reserved, reserved = held by approved orders, money at the gateway = approved totals", "initial stock, final stock, world effects, final order states"}, checkConservation},
+	{Description{"client-idempotency", "one Idempotency-Key maps to at most one order", "client ok replies, final order states"}, checkClientIdempotency},
+}
+
+// Describe lists every checker in catalogue order.
+func Describe() []Description {
+	out := make([]Description, len(catalogue))
+	for i, e := range catalogue {
+		out[i] = e.Description
+	}
+	return out
+}
+
+// checker adapts a catalogue entry to the Checker interface for one spec.
+type checker struct {
+	e    entry
+	spec models.SagaSpec
+}
+
+func (c checker) Name() string { return c.e.Name }
+
+func (c checker) Check(h *models.History) models.CheckResult {
+	return c.CheckIndex(NewIndex(h, c.spec))
+}
+
+func (c checker) CheckIndex(ix *Index) models.CheckResult {
+	b := &builder{name: c.e.Name, stats: map[string]int64{}}
+	c.e.check(ix, b)
+	return b.result()
+}
+
+// All returns the catalogue of checkers for spec, in a stable order.
+func All(spec models.SagaSpec) []Checker {
+	out := make([]Checker, len(catalogue))
+	for i, e := range catalogue {
+		out[i] = checker{e: e, spec: spec}
+	}
+	return out
+}
+
+// Lookup finds a checker by name.
+func Lookup(name string, spec models.SagaSpec) (Checker, bool) {
+	for _, e := range catalogue {
+		if e.Name == name {
+			return checker{e: e, spec: spec}, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the checker names in catalogue order.
+func Names() []string {
+	out := make([]string, len(catalogue))
+	for i, e := range catalogue {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// CheckAll runs the whole catalogue over h, digesting it once, and composes
+// the verdict. Run comes from the history's run-start op when present.
+func CheckAll(h *models.History, spec models.SagaSpec) models.Verdict {
+	ix := NewIndex(h, spec)
+	v := models.Verdict{Version: models.VerdictVersion, Ops: len(ix.Ops), Interrupted: ix.Interrupted}
+	if ix.Run != nil {
+		v.Run = *ix.Run
+	}
+	for _, c := range All(spec) {
+		v.Results = append(v.Results, c.(IndexChecker).CheckIndex(ix))
+	}
+	v.Status = models.Compose(v.Results)
+	return v
+}
+
+// maxEvidence bounds the op indices one violation carries; the message says
+// when more exist.
+const maxEvidence = 64
+
+// builder accumulates one checker's result.
+type builder struct {
+	name     string
+	viol     []models.Violation
+	unknowns []string
+	nUnknown int
+	stats    map[string]int64
+}
+
+// flag records a proven violation.
+func (b *builder) flag(kind, order, msg string, ops ...int64) {
+	clean := make([]int64, 0, len(ops))
+	for _, o := range ops {
+		if o >= 0 {
+			clean = append(clean, o)
+		}
+	}
+	sort.Slice(clean, func(i, j int) bool { return clean[i] < clean[j] })
+	clean = dedup(clean)
+	if len(clean) > maxEvidence {
+		msg += fmt.Sprintf(" (first %d of %d proving ops)", maxEvidence, len(clean))
+		clean = clean[:maxEvidence]
+	}
+	b.viol = append(b.viol, models.Violation{Checker: b.name, Kind: kind, Order: order, Message: msg, Ops: clean})
+}
+
+// unknown records that part of the invariant could not be decided; the
+// first few reasons are kept verbatim, the rest counted.
+func (b *builder) unknown(format string, args ...any) {
+	b.nUnknown++
+	if len(b.unknowns) < 3 {
+		b.unknowns = append(b.unknowns, fmt.Sprintf(format, args...))
+	}
+}
+
+func (b *builder) result() models.CheckResult {
+	r := models.CheckResult{Checker: b.name, Status: models.Valid, Stats: b.stats}
+	if b.nUnknown > 0 {
+		s := strings.Join(b.unknowns, "; ")
+		if b.nUnknown > len(b.unknowns) {
+			s += fmt.Sprintf("; and %d more", b.nUnknown-len(b.unknowns))
+		}
+		r.Unknown = s
+		r.Status = models.Unknown
+	}
+	if len(b.viol) > 0 {
+		r.Status = models.Invalid
+		r.Violations = b.viol
+	}
+	if len(r.Stats) == 0 {
+		r.Stats = nil
+	}
+	return r
+}
+
+func dedup(s []int64) []int64 {
+	if len(s) < 2 {
+		return s
+	}
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,539 @@
+package checkers
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sagachaos/sagachaos/models"
+)
+
+// Index is a history digested once for every checker: per order its client
+// ops, its world effects sorted by the spec action they match, its events
+// and its final state; per SKU its stock; the outbox rows and snapshots; the
+// applied records; the harness's own observations. Building it is one pass
+// over the ops; every checker then runs in time linear in what it reads.
+//
+// An Index is read-only once built and may be shared by checkers running
+// concurrently.
+type Index struct {
+	Spec models.SagaSpec
+	// Ops is the history's ops (not copied).
+	Ops []models.Op
+
+	// Orders by id; OrderIDs in order of first appearance (the stable
+	// order violations are reported in).
+	Orders   map[string]*OrderFacts
+	OrderIDs []string
+	// Keys by Idempotency-Key; KeyIDs in order of first appearance.
+	Keys   map[string]*KeyFacts
+	KeyIDs []string
+	// OrderStates counts observer order-state ops; zero means the observer
+	// never reported final states.
+	OrderStates int
+
+	Effects []EffectFact
+	// EffectsWithoutOrder counts world effects that name no order and could
+	// not be attributed to one (a refund is attributed through its charge).
+	EffectsWithoutOrder int
+
+	Events []EventFact
+	// EventsByID maps an event_id to indices into Events.
+	EventsByID map[string][]int32
+	KafkaSnap  *models.KafkaSnapshot
+	KafkaOp    int64
+
+	Rows        []RowFact
+	RowsByEvent map[string][]int32
+	// OutboxSnaps by database.
+	OutboxSnaps map[string]SnapFact
+
+	Applied []AppliedFact
+
+	Stock     map[string]StockFact
+	StockSKUs []string
+	Initial   *models.InitialStock
+	InitialOp int64
+
+	Quiesce   *models.Quiesce
+	QuiesceOp int64
+	Run       *models.RunInfo
+	// Interrupted is set when the harness recorded an interrupted op.
+	Interrupted bool
+
+	// Bad lists ops whose value could not be decoded, by category
+	// ("client", "effect", "event", "state:<f>", "harness:<f>"). A checker
+	// that reads a category with bad ops cannot be sure and says unknown.
+	Bad map[string][]int64
+
+	// spec-derived lookup tables
+	fwdEvent, compEvent map[string]int // event type -> step index
+	extraMatch          bool           // spec matches effect fields beyond status/kind
+}
+
+// OrderFacts is what the history says about one order.
+type OrderFacts struct {
+	ID string
+	// Acks are ok place-order ops that returned this order.
+	Acks []int64
+	// Invoke is the request behind the first ack, when known.
+	Invoke *models.PlaceOrder
+	// Final is the observer's last order-state for it; FinalOp is -1 when
+	// there is none.
+	Final   *models.OrderState
+	FinalOp int64
+	// Fwd[i] and Comp[i] are the op indices of non-replay world effects that
+	// match step i's effect and its compensation's effect, in history order.
+	Fwd, Comp [][]int64
+	// Effects are indices into Index.Effects (all of the order's effects).
+	Effects []int32
+	// Events are indices into Index.Events.
+	Events []int32
+	// Rows are indices into Index.Rows.
+	Rows []int32
+}
+
+// KeyFacts is what the history says about one Idempotency-Key.
+type KeyFacts struct {
+	Key string
+	// Oks are (op index, order id) of ok replies for the key.
+	Oks []KeyReply
+	// States are final-state ops whose order carries this key.
+	States []KeyReply
+}
+
+// KeyReply ties an op to the order it names.
+type KeyReply struct {
+	Op    int64
+	Order string
+}
+
+// EffectFact is one world effect, with the fields the checkers compare.
+type EffectFact struct {
+	Op       int64
+	Proc, F  string
+	Order    string
+	Status   string
+	Kind     string
+	ChargeID string
+	Amount   int64
+	Replay   bool
+	// Fields holds every top-level string field, only when the spec
+	// matches on fields other than status and kind.
+	Fields map[string]string
+}
+
+// EventFact is one broker record as the observer read it.
+type EventFact struct {
+	Op    int64
+	Type  string
+	Order string
+	models.EventRecord
+}
+
+// RowFact is one committed outbox row.
+type RowFact struct {
+	Op    int64
+	Order string
+	models.OutboxRow
+}
+
+// SnapFact is one database's outbox snapshot.
+type SnapFact struct {
+	Op int64
+	models.OutboxSnapshot
+}
+
+// AppliedFact is one consumer's processed-message record.
+type AppliedFact struct {
+	Op    int64
+	Order string
+	models.Applied
+}
+
+// StockFact is the final stock of one SKU.
+type StockFact struct {
+	Op int64
+	models.StockState
+}
+
+// effectWire decodes the fields of every effect type the checkers use.
+type effectWire struct {
+	Status   string `json:"status"`
+	Kind     string `json:"kind"`
+	ChargeID string `json:"charge_id"`
+	Amount   int64  `json:"amount"`
+	Replay   bool   `json:"replay"`
+}
+
+// NewIndex digests h for spec in one pass. It never fails: ops it cannot
+// decode are listed in Index.Bad so that checkers can say unknown.
+func NewIndex(h *models.History, spec models.SagaSpec) *Index {
+	ix := &Index{
+		Spec:        spec,
+		Orders:      make(map[string]*OrderFacts),
+		Keys:        make(map[string]*KeyFacts),
+		EventsByID:  make(map[string][]int32),
+		RowsByEvent: make(map[string][]int32),
+		OutboxSnaps: make(map[string]SnapFact),
+		Stock:       make(map[string]StockFact),
+		Bad:         make(map[string][]int64),
+		KafkaOp:     -1,
+		InitialOp:   -1,
+		QuiesceOp:   -1,
+		fwdEvent:    make(map[string]int),
+		compEvent:   make(map[string]int),
+	}
+	if h == nil {
+		return ix
+	}
+	ix.Ops = h.Ops
+	for i, st := range spec.Steps {
+		if st.Event != "" {
+			ix.fwdEvent[st.Event] = i
+		}
+		if st.Compensation != nil && st.Compensation.Event != "" {
+			ix.compEvent[st.Compensation.Event] = i
+		}
+		for _, es := range []*models.EffectSpec{st.Effect, compEffect(st)} {
+			if es == nil {
+				continue
+			}
+			for k := range es.Match {
+				if k != "status" && k != "kind" {
+					ix.extraMatch = true
+				}
+			}
+		}
+	}
+	pending := make(map[string]*models.PlaceOrder) // proc -> open invoke
+	chargeOrder := make(map[string]string)
+	var unattributed []int32
+	for k := range h.Ops {
+		op := &h.Ops[k]
+		switch op.Type {
+		case models.Invoke, models.Ok, models.Fail, models.Info:
+			switch {
+			case op.F == models.FPlaceOrder:
+				ix.client(op, pending)
+			case op.Proc == models.ProcHarness:
+				ix.harness(op)
+			}
+		case models.Effect:
+			e := EffectFact{Op: op.I, Proc: op.Proc, F: op.F, Order: op.Order}
+			var w effectWire
+			if err := json.Unmarshal(op.Value, &w); err != nil && len(op.Value) > 0 {
+				ix.bad("effect", op.I)
+				continue
+			}
+			e.Status, e.Kind, e.ChargeID, e.Amount, e.Replay = w.Status, w.Kind, w.ChargeID, w.Amount, w.Replay
+			if ix.extraMatch {
+				e.Fields = stringFields(op.Value)
+			}
+			if e.Order != "" && e.ChargeID != "" && op.F == models.FCharge {
+				chargeOrder[e.ChargeID] = e.Order
+			}
+			ix.Effects = append(ix.Effects, e)
+			if e.Order == "" {
+				unattributed = append(unattributed, int32(len(ix.Effects)-1))
+			}
+		case models.Event:
+			var r models.EventRecord
+			if err := json.Unmarshal(op.Value, &r); err != nil {
+				ix.bad("event", op.I)
+				continue
+			}
+			r.Payload = nil
+			ord := op.Order
+			if ord == "" {
+				ord = r.Key
+			}
+			ix.Events = append(ix.Events, EventFact{Op: op.I, Type: op.F, Order: ord, EventRecord: r})
+			n := int32(len(ix.Events) - 1)
+			if r.EventID != "" {
+				ix.EventsByID[r.EventID] = append(ix.EventsByID[r.EventID], n)
+			}
+			if ord != "" {
+				o := ix.order(ord)
+				o.Events = append(o.Events, n)
+			}
+		case models.State:
+			ix.state(op)
+		}
+	}
+	// A refund names its charge, not always its order: attribute it.
+	for _, n := range unattributed {
+		e := &ix.Effects[n]
+		if e.ChargeID != "" {
+			e.Order = chargeOrder[e.ChargeID]
+		}
+		if e.Order == "" {
+			ix.EffectsWithoutOrder++
+		}
+	}
+	for n := range ix.Effects {
+		e := &ix.Effects[n]
+		if e.Order == "" {
+			continue
+		}
+		o := ix.order(e.Order)
+		o.Effects = append(o.Effects, int32(n))
+		if e.Replay {
+			continue
+		}
+		for i, st := range spec.Steps {
+			if matches(st.Effect, e) {
+				o.Fwd[i] = append(o.Fwd[i], e.Op)
+			}
+			if matches(compEffect(st), e) {
+				o.Comp[i] = append(o.Comp[i], e.Op)
+			}
+		}
+	}
+	// Attributed refunds were appended late; keep effect lists in history order.
+	if len(unattributed) > 0 {
+		for _, o := range ix.Orders {
+			for i := range o.Fwd {
+				sortInt64(o.Fwd[i])
+				sortInt64(o.Comp[i])
+			}
+		}
+	}
+	return ix
+}
+
+func sortInt64(s []int64) {
+	if !sort.SliceIsSorted(s, func(a, b int) bool { return s[a] < s[b] }) {
+		sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	}
+}
+
+func compEffect(st models.Step) *models.EffectSpec {
+	if st.Compensation == nil {
+		return nil
+	}
+	return st.Compensation.Effect
+}
+
+// matches reports whether e is an effect of the kind es names.
+func matches(es *models.EffectSpec, e *EffectFact) bool {
+	if es == nil || es.Proc != e.Proc || es.F != e.F {
+		return false
+	}
+	for k, v := range es.Match {
+		var got string
+		switch {
+		case e.Fields != nil:
+			got = e.Fields[k]
+		case k == "status":
+			got = e.Status
+		case k == "kind":
+			got = e.Kind
+		}
+		if got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func stringFields(raw json.RawMessage) map[string]string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func (ix *Index) bad(cat string, op int64) { ix.Bad[cat] = append(ix.Bad[cat], op) }
+
+// order returns the facts of order id, creating them on first sight.
+func (ix *Index) order(id string) *OrderFacts {
+	o := ix.Orders[id]
+	if o == nil {
+		n := len(ix.Spec.Steps)
+		o = &OrderFacts{ID: id, FinalOp: -1, Fwd: make([][]int64, n), Comp: make([][]int64, n)}
+		ix.Orders[id] = o
+		ix.OrderIDs = append(ix.OrderIDs, id)
+	}
+	return o
+}
+
+func (ix *Index) key(k string) *KeyFacts {
+	f := ix.Keys[k]
+	if f == nil {
+		f = &KeyFacts{Key: k}
+		ix.Keys[k] = f
+		ix.KeyIDs = append(ix.KeyIDs, k)
+	}
+	return f
+}
+
+func (ix *Index) client(op *models.Op, pending map[string]*models.PlaceOrder) {
+	switch op.Type {
+	case models.Invoke:
+		var p models.PlaceOrder
+		if err := op.Decode(&p); err != nil {
+			ix.bad("client", op.I)
+			delete(pending, op.Proc)
+			return
+		}
+		pending[op.Proc] = &p
+		if p.Key != "" {
+			ix.key(p.Key)
+		}
+	case models.Ok:
+		var r models.PlaceOrderReply
+		if err := op.Decode(&r); err != nil {
+			ix.bad("client", op.I)
+			return
+		}
+		inv := pending[op.Proc]
+		delete(pending, op.Proc)
+		id := op.Order
+		if id == "" {
+			id = r.Order
+		}
+		key := r.Key
+		if key == "" && inv != nil {
+			key = inv.Key
+		}
+		if id == "" {
+			ix.bad("client", op.I) // an ok without an order id proves nothing
+			return
+		}
+		o := ix.order(id)
+		o.Acks = append(o.Acks, op.I)
+		if o.Invoke == nil && inv != nil {
+			o.Invoke = inv
+		}
+		if key != "" {
+			kf := ix.key(key)
+			kf.Oks = append(kf.Oks, KeyReply{Op: op.I, Order: id})
+		}
+	default: // fail, info: settled from ground truth, never from the reply
+		delete(pending, op.Proc)
+	}
+}
+
+func (ix *Index) harness(op *models.Op) {
+	switch op.F {
+	case models.FRunStart:
+		var r models.RunInfo
+		if err := op.Decode(&r); err != nil {
+			ix.bad("harness:"+op.F, op.I)
+			return
+		}
+		ix.Run = &r
+	case models.FInitStock:
+		var s models.InitialStock
+		if err := op.Decode(&s); err != nil {
+			ix.bad("harness:"+op.F, op.I)
+			return
+		}
+		ix.Initial, ix.InitialOp = &s, op.I
+	case models.FInterrupted:
+		ix.Interrupted = true
+	}
+}
+
+func (ix *Index) state(op *models.Op) {
+	fail := func() { ix.bad("state:"+op.F, op.I) }
+	switch op.F {
+	case models.FOrderState:
+		var s models.OrderState
+		if op.Order == "" || op.Decode(&s) != nil {
+			fail()
+			return
+		}
+		ix.OrderStates++
+		o := ix.order(op.Order)
+		o.Final, o.FinalOp = &s, op.I
+		if s.IdempotencyKey != "" {
+			kf := ix.key(s.IdempotencyKey)
+			kf.States = append(kf.States, KeyReply{Op: op.I, Order: op.Order})
+		}
+	case models.FStockState:
+		var s models.StockState
+		if op.Decode(&s) != nil || s.SKU == "" {
+			fail()
+			return
+		}
+		if _, seen := ix.Stock[s.SKU]; !seen {
+			ix.StockSKUs = append(ix.StockSKUs, s.SKU)
+		}
+		ix.Stock[s.SKU] = StockFact{Op: op.I, StockState: s}
+	case models.FOutboxRow:
+		var r models.OutboxRow
+		if op.Decode(&r) != nil {
+			fail()
+			return
+		}
+		ix.Rows = append(ix.Rows, RowFact{Op: op.I, Order: op.Order, OutboxRow: r})
+		n := int32(len(ix.Rows) - 1)
+		if r.EventID != "" {
+			ix.RowsByEvent[r.EventID] = append(ix.RowsByEvent[r.EventID], n)
+		}
+		if op.Order != "" {
+			o := ix.order(op.Order)
+			o.Rows = append(o.Rows, n)
+		}
+	case models.FOutboxSnapshot:
+		var s models.OutboxSnapshot
+		if op.Decode(&s) != nil {
+			fail()
+			return
+		}
+		ix.OutboxSnaps[s.DB] = SnapFact{Op: op.I, OutboxSnapshot: s}
+	case models.FApplied:
+		var a models.Applied
+		if op.Decode(&a) != nil {
+			fail()
+			return
+		}
+		ix.Applied = append(ix.Applied, AppliedFact{Op: op.I, Order: op.Order, Applied: a})
+	case models.FKafkaSnapshot:
+		var s models.KafkaSnapshot
+		if op.Decode(&s) != nil {
+			fail()
+			return
+		}
+		ix.KafkaSnap, ix.KafkaOp = &s, op.I
+	case models.FQuiesce:
+		var q models.Quiesce
+		if op.Decode(&q) != nil {
+			fail()
+			return
+		}
+		ix.Quiesce, ix.QuiesceOp = &q, op.I
+	}
+}
+
+// badIn returns a description of undecodable ops in the given categories
+// (a category ending in ":" matches every category with that prefix).
+func (ix *Index) badIn(cats ...string) string {
+	var parts []string
+	for _, c := range cats {
+		for k, ops := range ix.Bad {
+			if k == c || (strings.HasSuffix(c, ":") && strings.HasPrefix(k, c)) {
+				parts = append(parts, fmt.Sprintf("%d undecodable %s ops (first #%d)", len(ops), k, ops[0]))
+			}
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+func first(s []int64) int64 {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[0]
+}
