@@ -289,6 +289,22 @@
     }
   }
   Array.prototype.forEach.call(document.querySelectorAll("a[data-order]"), function (a) {
-    a.addEventListener("click", function (ev) { ev.preventDefault(); openOrder(a.getAttribute("data-order")); });
+    a.addEventListener("click", function (ev) {
+      ev.preventDefault();
+      openOrder(a.getAttribute("data-order"));
+      try { history.replaceState(null, "", "#order-" + encodeURIComponent(a.getAttribute("data-order"))); } catch (e) { /* file:// may refuse */ }
+    });
   });
+  // A link to report.html#order-<id> opens that order (shareable pointer to a failing order).
+  function fromHash() {
+    var h = location.hash;
+    if (h.indexOf("#order-") !== 0) return;
+    var id;
+    try { id = decodeURIComponent(h.slice(7)); } catch (e) { return; }
+    openOrder(id);
+  }
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
+  // Tests (and curious readers) can tell the script ran to the end.
+  document.documentElement.setAttribute("data-report-ready", "1");
 })();
