@@ -1,0 +1,211 @@
+// Package failpoint implements the reference target's named crash points.
+//
+// A failpoint is a call to Inject(name) placed where a crash (or an error,
+// or a stall) matters for correctness: between a broker ack and the mark in
+// the relay, between a world effect and the local commit in a consumer, and
+// so on. The harness arms points through SAGACHAOS_FAILPOINTS
+// ("name=crash@3;other=sleep(2s);x=error") and learns which points were
+// reached through SAGACHAOS_FAILPOINT_LOG (one JSON line per point the first
+// time it is reached, one per firing).
+//
+// When nothing is armed and no log is configured, Inject costs one atomic
+// load, so the points can stay in production code paths.
+package failpoint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrInjected is returned by Inject for an armed "error" action, so the
+// caller fails exactly as if its I/O had failed.
+var ErrInjected = errors.New("failpoint: injected error")
+
+// Point is one entry of the catalogue: a name the code calls Inject with.
+type Point struct {
+	Name        string `json:"name"`
+	Component   string `json:"component"`
+	Description string `json:"description"`
+}
+
+// Catalogue lists every failpoint the reference target declares. The
+// harness reads it through `reftarget --list-failpoints`; a name not listed
+// here cannot be armed.
+var Catalogue = []Point{
+	{"relay.after-select", "relay", "rows selected and locked FOR UPDATE, nothing produced yet"},
+	{"relay.after-publish", "relay", "broker acknowledged the batch, rows not yet marked published"},
+	{"relay.after-mark", "relay", "rows marked published and committed"},
+	{"relay.before-cleanup", "relay", "retention cleanup about to delete old published rows"},
+	{"orders.after-create", "orders", "order, saga state and first command committed, HTTP reply not yet sent"},
+	{"orders.after-state-save", "orders", "saga state saved with its next command in the outbox, reply offset not yet committed"},
+	{"orders.after-timeout-save", "orders", "step timeout handled and saved, nothing else done"},
+	{"orders.after-email", "orders", "mailer accepted the confirmation e-mail, order not yet APPROVED locally"},
+	{"inventory.after-apply-before-commit", "inventory", "stock changed inside the transaction, not yet committed"},
+	{"inventory.after-commit", "inventory", "stock change committed, offset not yet committed"},
+	{"payment.after-charge", "payment", "gateway charged (or declined), local result not yet committed"},
+	{"payment.after-commit", "payment", "payment result committed, offset not yet committed"},
+	{"delivery.after-ship", "delivery", "carrier booked the shipment, local record not yet committed"},
+	{"delivery.after-commit", "delivery", "shipment record committed, offset not yet committed"},
+}
+
+type action struct {
+	kind  string // crash, error, sleep
+	sleep time.Duration
+	nth   int64 // fire on this hit only
+}
+
+type point struct {
+	hits    atomic.Int64
+	reached atomic.Bool
+	act     *action
+}
+
+var (
+	active   atomic.Bool // anything armed or logging: the only load when off
+	points   = map[string]*point{}
+	logMu    sync.Mutex
+	logFile  *os.File
+	instance string
+)
+
+func init() {
+	for _, p := range Catalogue {
+		points[p.Name] = &point{}
+	}
+}
+
+// Known reports whether name is in the catalogue.
+func Known(name string) bool { _, ok := points[name]; return ok }
+
+// Setup arms the failpoints in spec (the SAGACHAOS_FAILPOINTS format) and
+// opens logPath for the coverage log (empty: no log). It is called once at
+// process start, before any Inject.
+func Setup(spec, logPath, inst string) error {
+	instance = inst
+	for _, part := range strings.Split(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, actStr, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("failpoint %q: want name=action[@N]", part)
+		}
+		name = strings.TrimSpace(name)
+		p, known := points[name]
+		if !known {
+			return fmt.Errorf("unknown failpoint %q (see --list-failpoints)", name)
+		}
+		a, err := parseAction(strings.TrimSpace(actStr))
+		if err != nil {
+			return fmt.Errorf("failpoint %s: %w", name, err)
+		}
+		p.act = a
+		active.Store(true)
+	}
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("open failpoint log: %w", err)
+		}
+		logFile = f
+		active.Store(true)
+	}
+	return nil
+}
+
+func parseAction(s string) (*action, error) {
+	a := &action{nth: 1}
+	if body, n, ok := strings.Cut(s, "@"); ok {
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("bad hit count %q (want @N, N ≥ 1)", n)
+		}
+		a.nth = v
+		s = body
+	}
+	switch {
+	case s == "crash" || s == "error":
+		a.kind = s
+	case strings.HasPrefix(s, "sleep(") && strings.HasSuffix(s, ")"):
+		d, err := time.ParseDuration(s[len("sleep(") : len(s)-1])
+		if err != nil {
+			return nil, fmt.Errorf("bad sleep duration: %w", err)
+		}
+		a.kind, a.sleep = "sleep", d
+	default:
+		return nil, fmt.Errorf("unknown action %q (want crash, error or sleep(DURATION))", s)
+	}
+	return a, nil
+}
+
+// Inject marks that the code reached the named point and, if it is armed
+// for this hit, performs its action: crash never returns, sleep returns
+// nil after sleeping, error returns ErrInjected.
+func Inject(name string) error {
+	if !active.Load() {
+		return nil
+	}
+	p := points[name]
+	if p == nil {
+		panic("failpoint: Inject of undeclared point " + name)
+	}
+	hit := p.hits.Add(1)
+	if p.reached.CompareAndSwap(false, true) {
+		writeLog(name, hit, "")
+	}
+	a := p.act
+	if a == nil || hit != a.nth {
+		return nil
+	}
+	writeLog(name, hit, a.kind)
+	switch a.kind {
+	case "crash":
+		fmt.Fprintf(os.Stderr, "failpoint %s: crash at hit %d\n", name, hit)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL cannot be caught; wait for it
+	case "sleep":
+		time.Sleep(a.sleep)
+		return nil
+	default:
+		return fmt.Errorf("%s (hit %d): %w", name, hit, ErrInjected)
+	}
+}
+
+type logLine struct {
+	Instance  string `json:"instance"`
+	Failpoint string `json:"failpoint"`
+	Hit       int64  `json:"hit"`
+	Action    string `json:"action,omitempty"`
+}
+
+// writeLog appends one line with a single write(2), so a crash right after
+// still leaves it on disk.
+func writeLog(name string, hit int64, act string) {
+	if logFile == nil {
+		return
+	}
+	b, _ := json.Marshal(logLine{Instance: instance, Failpoint: name, Hit: hit, Action: act})
+	logMu.Lock()
+	_, _ = logFile.Write(append(b, '\n'))
+	logMu.Unlock()
+}
+
+// Names returns the catalogue's names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(points))
+	for n := range points {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

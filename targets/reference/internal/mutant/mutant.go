@@ -1,0 +1,66 @@
+// Package mutant is the single place where planted bugs (DESIGN §9) are
+// switched on. The process reads SAGACHAOS_MUTANT once at start; code that
+// can carry a bug asks Is(name) at exactly one spot, so each mutant is a
+// small, reviewable deviation from the correct path.
+package mutant
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Names of the planted bugs this target knows. Only names in Implemented
+// change behaviour; the rest are accepted so a harness can list them, and
+// are rejected at start until implemented.
+const (
+	DualWrite                 = "dual-write"
+	PublishBeforeCommit       = "publish-before-commit"
+	MarkBeforeAck             = "mark-before-ack"
+	UnkeyedPublish            = "unkeyed-publish"
+	ParallelRelayReorder      = "parallel-relay-reorder"
+	NonIdempotentConsumer     = "non-idempotent-consumer"
+	NonIdempotentCompensation = "non-idempotent-compensation"
+	NoGatewayIdempotencyKey   = "no-gateway-idempotency-key"
+	CompensationNotRetried    = "compensation-not-retried"
+	VolatileSagaState         = "volatile-saga-state"
+	NoStepTimeout             = "no-step-timeout"
+	EmailBeforePivot          = "email-before-pivot"
+	CompensateAfterPivot      = "compensate-after-pivot"
+	NoSemanticLock            = "no-semantic-lock"
+	OutOfOrderCompensation    = "out-of-order-compensation"
+)
+
+// Implemented lists the mutants whose switch exists in the code.
+var Implemented = map[string]string{
+	MarkBeforeAck:           "relay marks rows published before producing them",
+	UnkeyedPublish:          "relay publishes records without the order id as key",
+	NonIdempotentConsumer:   "consumers skip the processed-messages (inbox) check",
+	NoGatewayIdempotencyKey: "payment charges without an Idempotency-Key",
+	ParallelRelayReorder:    "relays lock rows but not aggregates, so two relays may publish one order's rows out of order",
+	NoSemanticLock:          "inventory checks stock without a row lock and updates unconditionally",
+}
+
+var current string
+
+// Set validates and switches on the named mutant ("" for none).
+func Set(name string) error {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		current = ""
+		return nil
+	}
+	if _, ok := Implemented[name]; !ok {
+		known := make([]string, 0, len(Implemented))
+		for n := range Implemented {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		return fmt.Errorf("unknown mutant %q (implemented: %s)", name, strings.Join(known, ", "))
+	}
+	current = name
+	return nil
+}
+
+// Is reports whether the named mutant is on.
+func Is(name string) bool { return current != "" && current == name }

@@ -1,0 +1,254 @@
+// Package relay publishes outbox rows to Kafka.
+//
+// Any number of relay processes compete, each polling every service
+// database. One poll is one local transaction:
+//
+//  1. SELECT unpublished rows in id order, taking for each row first a
+//     transaction-scoped advisory lock on its aggregate
+//     (pg_try_advisory_xact_lock) and then the row lock, FOR UPDATE SKIP
+//     LOCKED. A relay that cannot get an aggregate's advisory lock skips
+//     every row of that aggregate, so one aggregate is owned by at most one
+//     relay at a time; SKIP LOCKED alone would let a second relay take seq
+//     k+1 while the first still holds seq k, and reorder them.
+//  2. Produce the batch, per aggregate in seq order, all with key = order
+//     id (one partition per order), and wait for the broker's acks. The
+//     producer is idempotent, so a retried batch cannot be reordered within
+//     a partition.
+//  3. Mark the acknowledged rows published and commit. A crash between 2
+//     and 3 republishes them: duplicates are legal (consumers dedupe by
+//     event_id), loss and reordering are not.
+//
+// Per-aggregate seq is assigned under a row lock (see package outbox), so a
+// row with seq k is never visible before seq k-1 has committed: no gap in
+// an aggregate's unpublished rows, and ids (which do have gaps and commit
+// out of order across aggregates) are only used to find old rows first.
+// When the aggregate lock is re-taken after another relay committed, the
+// row locks re-check published_at on the newest row version, so rows just
+// marked by the other relay are not sent again.
+//
+// Cleanup deletes published rows older than the retention, never an
+// unpublished one.
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+		"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/failpoint"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
+)
+
+// Source is one database the relay drains.
+type Source struct {
+	Name string
+	Pool *pgxpool.Pool
+}
+
+// Config configures Run.
+type Config struct {
+	Sources   []Source
+	Client    *kgo.Client
+	Batch     int
+	Interval  time.Duration // idle poll interval
+	Retention time.Duration
+	Log       *slog.Logger
+}
+
+// ParseDatabases reads RELAY_DATABASES ("orders=URL inventory=URL").
+func ParseDatabases(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range strings.Fields(s) {
+		name, url, ok := strings.Cut(f, "=")
+		if !ok || name == "" || url == "" {
+			return nil, fmt.Errorf("RELAY_DATABASES entry %q: want name=URL", f)
+		}
+		out[name] = url
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("RELAY_DATABASES is empty")
+	}
+	return out, nil
+}
+
+// Run drains every source until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	var wg sync.WaitGroup
+	for _, s := range cfg.Sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lastClean := time.Time{}
+			for n := 0; ctx.Err() == nil; {
+				moved, err := Poll(ctx, cfg, s)
+				if err != nil {
+					if ctx.Err() == nil {
+						cfg.Log.Warn("relay poll", "db", s.Name, "err", err)
+					}
+					svc.Backoff(ctx, n)
+					n++
+					continue
+				}
+				n = 0
+				if time.Since(lastClean) > cfg.Retention/10+time.Second {
+					if err := Cleanup(ctx, s.Pool, cfg.Retention); err != nil {
+						cfg.Log.Warn("outbox cleanup", "db", s.Name, "err", err)
+					}
+					lastClean = time.Now()
+				}
+				if moved == 0 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(cfg.Interval):
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+type row struct {
+	id      int64
+	eventID string
+	agg     string
+	seq     int64
+	typ     string
+	topic   string
+	source  string
+	payload []byte
+}
+
+const selectSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
+FROM outbox
+WHERE published_at IS NULL
+  AND pg_try_advisory_xact_lock(hashtextextended('outbox:' || aggregate_id, 0))
+ORDER BY id
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+// Without the aggregate lock (the parallel-relay-reorder mutant).
+const selectNoAggLockSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
+FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`
+
+// Poll publishes one batch from s and returns how many rows it marked.
+func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
+	tx, err := s.Pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	q := selectSQL
+	if mutant.Is(mutant.ParallelRelayReorder) {
+		q = selectNoAggLockSQL
+	}
+	rows, err := tx.Query(ctx, q, cfg.Batch)
+	if err != nil {
+		return 0, fmt.Errorf("select unpublished: %w", err)
+	}
+	var batch []row
+	for rows.Next() {
+		var r row
+		var payload string
+		if err := rows.Scan(&r.id, &r.eventID, &r.agg, &r.seq, &r.typ, &r.topic, &r.source, &payload); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("scan outbox row: %w", err)
+		}
+		r.payload = []byte(payload)
+		batch = append(batch, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("select unpublished: %w", err)
+	}
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	if err := failpoint.Inject("relay.after-select"); err != nil {
+		return 0, err
+	}
+	// The batch is in id order, and within one aggregate ids grow with
+	// seq (package outbox), so each aggregate's rows are already in seq
+	// order; kgo keeps the order of records produced to one partition.
+	ids := make([]int64, len(batch))
+	recs := make([]*kgo.Record, len(batch))
+	for i, r := range batch {
+		ids[i] = r.id
+		key := []byte(r.agg)
+		if mutant.Is(mutant.UnkeyedPublish) {
+			key = nil // planted bug: records of one order spread over partitions
+		}
+		recs[i] = &kgo.Record{Topic: r.topic, Key: key, Value: r.payload, Headers: []kgo.RecordHeader{
+			{Key: models.HeaderEventID, Value: []byte(r.eventID)},
+			{Key: models.HeaderAggregateID, Value: []byte(r.agg)},
+			{Key: models.HeaderSeq, Value: []byte(strconv.FormatInt(r.seq, 10))},
+			{Key: models.HeaderType, Value: []byte(r.typ)},
+			{Key: models.HeaderSource, Value: []byte(r.source)},
+		}}
+	}
+	mark := func() error {
+		_, err := tx.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return fmt.Errorf("mark published: %w", err)
+		}
+		return nil
+	}
+	if mutant.Is(mutant.MarkBeforeAck) {
+		// Planted bug: commit the mark first, then produce; a crash or a
+		// failed produce loses the rows.
+		if err := mark(); err != nil {
+			return 0, err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return 0, fmt.Errorf("commit mark: %w", err)
+		}
+		if err := failpoint.Inject("relay.after-publish"); err != nil {
+			return 0, err
+		}
+		if err := cfg.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
+		}
+		return len(batch), failpoint.Inject("relay.after-mark")
+	}
+	if err := cfg.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
+	}
+	if err := failpoint.Inject("relay.after-publish"); err != nil {
+		return 0, err
+	}
+	if err := mark(); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit mark: %w", err)
+	}
+	if err := failpoint.Inject("relay.after-mark"); err != nil {
+		return 0, err
+	}
+	return len(batch), nil
+}
+
+// Cleanup deletes published rows older than retention. Unpublished rows
+// are never deleted, whatever their age.
+func Cleanup(ctx context.Context, p *pgxpool.Pool, retention time.Duration) error {
+	if err := failpoint.Inject("relay.before-cleanup"); err != nil {
+		return err
+	}
+	_, err := p.Exec(ctx, `DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < now() - $1::interval`,
+		fmt.Sprintf("%d milliseconds", retention.Milliseconds()))
+	if err != nil {
+		return fmt.Errorf("delete published rows: %w", err)
+	}
+	return nil
+}
