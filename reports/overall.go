@@ -107,7 +107,7 @@ func buildOverall(h *models.History) overallTimeline {
 		}
 		hgt := float64(n) / float64(ov.MaxThroughput) * ovPlotH
 		ov.Bars = append(ov.Bars, ovBar{X: f1(float64(i)*bw + 0.5), Y: f1(base - hgt), W: f1(bw - 1), H: f1(hgt), N: n,
-			From: fmt.Sprintf("%.1f", float64(i)*span/1e9), To: fmt.Sprintf("%.1f", float64(i+1)*span/1e9)})
+			From: fmtDur(float64(i)*span, tmax), To: fmtDur(float64(i+1)*span, tmax)})
 	}
 	var pts strings.Builder
 	for i, n := range inflight {
@@ -133,9 +133,20 @@ func buildOverall(h *models.History) overallTimeline {
 	}
 	for i := 0; i <= 5; i++ {
 		t := float64(tmax) * float64(i) / 5
-		ov.Ticks = append(ov.Ticks, ovTick{X: f1(float64(ovWidth) * float64(i) / 5), Label: fmt.Sprintf("%.1fs", t/1e9)})
+		ov.Ticks = append(ov.Ticks, ovTick{X: f1(float64(ovWidth)*float64(i)/5 - float64(i/5)*40), Label: fmtDur(t, tmax)})
 	}
 	return ov
+}
+
+// fmtDur labels an axis tick in a unit that suits the whole span.
+func fmtDur(t float64, span int64) string {
+	switch {
+	case span < 2e6:
+		return fmt.Sprintf("%.0fµs", t/1e3)
+	case span < 10e9:
+		return fmt.Sprintf("%.0fms", t/1e6)
+	}
+	return fmt.Sprintf("%.1fs", t/1e9)
 }
 
 func f1(f float64) string { return fmt.Sprintf("%.1f", f) }

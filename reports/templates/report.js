@@ -152,7 +152,11 @@
       g.setAttribute("data-i", oI(o));
       svg.appendChild(g);
       if (hl.has(oI(o))) svg.appendChild(sv("circle", { "class": "hlm", cx: cx, cy: cy, r: 9 }));
-      if (label) svg.appendChild(sv("text", { "class": "mlabel", x: cx + 7, y: cy - 6 }, clip(oF(o), 18)));
+      if (label) {
+        var lt = sv("text", { "class": "mlabel", x: cx > W - 120 ? cx - 7 : cx + 7, y: cy - 6 }, clip(oF(o), 18));
+        if (cx > W - 120) lt.setAttribute("text-anchor", "end");
+        svg.appendChild(lt);
+      }
     });
     for (var k = 0; k <= 4; k++) {
       var tt = t0 + (t1 - t0) * k / 4, xx = L + (W - L - R) * k / 4;
