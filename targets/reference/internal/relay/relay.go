@@ -34,7 +34,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-		"strconv"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
