@@ -311,7 +311,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeRaw(w http.ResponseWriter, a answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.status)
-	w.Write(append(a.body, '\n'))
+	w.Write(a.body) // a.body is shared by every replay: never append to it
+	w.Write([]byte{'\n'})
 }
 
 func mustJSON(v any) []byte {
