@@ -3,6 +3,7 @@ package scenarios
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -129,5 +130,41 @@ func TestUnknownFailpoint(t *testing.T) {
 	_, err := Generate(s, 1, testCatalog)
 	if err == nil || !strings.Contains(err.Error(), `unknown failpoint "relay.after-lunch"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseSeedsAndShard(t *testing.T) {
+	got, err := ParseSeeds("1-3,7,9-10")
+	if err != nil || !reflect.DeepEqual(got, []uint64{1, 2, 3, 7, 9, 10}) {
+		t.Fatalf("ParseSeeds = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "x", "5-2", "1-x"} {
+		if _, err := ParseSeeds(bad); err == nil {
+			t.Errorf("ParseSeeds(%q) accepted", bad)
+		}
+	}
+	all, _ := ParseSeeds("1-100")
+	seen := map[uint64]int{}
+	for i := 1; i <= 7; i++ {
+		part, err := Shard(all, fmt.Sprintf("%d/7", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range part {
+			seen[s]++
+		}
+	}
+	if len(seen) != 100 {
+		t.Fatalf("shards cover %d of 100 seeds", len(seen))
+	}
+	for s, n := range seen {
+		if n != 1 {
+			t.Fatalf("seed %d in %d shards", s, n)
+		}
+	}
+	for _, bad := range []string{"0/3", "4/3", "a/b", "3"} {
+		if _, err := Shard(all, bad); err == nil {
+			t.Errorf("Shard(%q) accepted", bad)
+		}
 	}
 }

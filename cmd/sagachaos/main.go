@@ -1,0 +1,96 @@
+// Command sagachaos is the command line of the sagachaos harness (DESIGN
+// §8). It is a thin layer: flags in, harness/checkers/reports calls, exit
+// codes out (0 valid, 1 violation, 2 error, 3 unknown).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `sagachaos — chaos and correctness testing for sagas and transactional outboxes
+
+usage:
+  sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50] [--shard i/n] [--out runs] [--time-limit 3m] [--shrink]
+  sagachaos repro  RUN_DIR            replay a run: same scenario.json, same seed
+  sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
+  sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
+  sagachaos list   scenarios|checkers|mutants|failpoints
+  sagachaos env up                    bring the embedded environment up until Ctrl-C
+  sagachaos version
+
+exit codes: 0 all valid, 1 a violation was found, 2 error (no verdict), 3 unknown (not enough evidence)
+`
+
+// exitError carries an exit code with its one-line message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func fail(code int, format string, a ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, a...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "repro":
+		err = cmdRepro(ctx, args[1:], stdout, stderr)
+	case "check":
+		err = cmdCheck(args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(args[1:], stdout)
+	case "list":
+		err = cmdList(ctx, args[1:], stdout)
+	case "env":
+		err = cmdEnv(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "sagachaos", version())
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "sagachaos: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(stderr, "sagachaos:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "sagachaos:", err)
+	return 2
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	lvl := slog.LevelWarn
+	if verbose {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sagachaos/sagachaos/checkers"
+	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/reports"
+	"github.com/sagachaos/sagachaos/scenarios"
+)
+
+func cmdCheck(args []string, stdout, stderr io.Writer) error {
+	if len(args) != 1 {
+		return fail(2, "check: want one RUN_DIR")
+	}
+	dir := args[0]
+	h, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	v := checkers.CheckAll(h, models.OrderSaga)
+	if old, err := reports.ReadVerdict(filepath.Join(dir, "verdict.json")); err == nil && old.Run.Scenario != "" {
+		v.Run = old.Run
+	}
+	if h.Truncated {
+		fmt.Fprintln(stderr, "sagachaos: note: the history's last line was cut short (the harness died mid-write); checked what was complete")
+	}
+	f, err := os.Create(filepath.Join(dir, "verdict.json"))
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if err := reports.WriteJSON(f, v); err != nil {
+		f.Close()
+		return fail(2, "%v", err)
+	}
+	f.Close()
+	_ = reports.WriteTerminal(stdout, v, filepath.Join(dir, "report.html"), false)
+	if c := v.Status.ExitCode(); c != 0 {
+		return &exitError{code: c}
+	}
+	return nil
+}
+
+func cmdReport(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	index := fs.String("index", "", "where to write the merged index.html (default: the runs' common parent)")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	var dirs []string
+	for _, a := range fs.Args() {
+		if _, err := os.Stat(filepath.Join(a, "history.jsonl")); err == nil {
+			dirs = append(dirs, a)
+			continue
+		}
+		// A directory of run directories (a shard's run store).
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return fail(2, "report: %v", err)
+		}
+		for _, e := range ents {
+			if _, err := os.Stat(filepath.Join(a, e.Name(), "history.jsonl")); err == nil {
+				dirs = append(dirs, filepath.Join(a, e.Name()))
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return fail(2, "report: no run directory (a directory with history.jsonl) in %v", fs.Args())
+	}
+	var runs []reports.RunSummary
+	for _, d := range dirs {
+		h, err := models.ReadHistoryFile(filepath.Join(d, "history.jsonl"))
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		v, err := reports.ReadVerdict(filepath.Join(d, "verdict.json"))
+		if err != nil {
+			return fail(2, "%v (run `sagachaos check %s` first)", err, d)
+		}
+		if v.Error == "" {
+			if err := harness.WriteArtifacts(d, h, v); err != nil {
+				return fail(2, "%v", err)
+			}
+		}
+		runs = append(runs, reports.RunSummary{Dir: d, Verdict: v})
+		fmt.Fprintln(stdout, filepath.Join(d, "report.html"))
+	}
+	if len(runs) > 1 {
+		out := *index
+		if out == "" {
+			out = filepath.Join(commonParent(dirs), "index.html")
+		}
+		parent := filepath.Dir(out)
+		for i := range runs {
+			if rel, err := filepath.Rel(parent, runs[i].Dir); err == nil {
+				runs[i].Dir = rel
+			}
+		}
+		f, err := os.Create(out)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		defer f.Close()
+		if err := reports.WriteIndex(f, runs); err != nil {
+			return fail(2, "%v", err)
+		}
+		fmt.Fprintln(stdout, out)
+	}
+	return nil
+}
+
+func commonParent(dirs []string) string {
+	p := filepath.Dir(filepath.Clean(dirs[0]))
+	for _, d := range dirs[1:] {
+		for !strings.HasPrefix(filepath.Clean(d), p+string(filepath.Separator)) && p != "." && p != "/" {
+			p = filepath.Dir(p)
+		}
+	}
+	return p
+}
+
+func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) < 1 {
+		return fail(2, "list: want scenarios, checkers, mutants or failpoints")
+	}
+	target := "reference"
+	if len(args) > 1 {
+		target = args[1]
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	defer tw.Flush()
+	switch args[0] {
+	case "scenarios":
+		for _, n := range scenarios.Names() {
+			s, err := scenarios.Load(n)
+			if err != nil {
+				return fail(2, "%v", err)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", n, s.Description)
+		}
+	case "checkers":
+		for _, d := range checkers.Describe() {
+			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Invariant)
+		}
+	case "mutants":
+		m, err := harness.FindTarget(target)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		fmt.Fprintf(tw, "MUTANT\tCAUGHT BY\tSCENARIOS\tTHE BUG\n")
+		for _, mu := range m.Mutants {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mu.Name, strings.Join(mu.Checkers, ","), strings.Join(mu.Scenarios, ","), mu.Description)
+		}
+	case "failpoints":
+		m, err := harness.FindTarget(target)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		_, fps, err := harness.Prepare(ctx, m, "")
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		sort.Slice(fps, func(i, j int) bool { return fps[i].Name < fps[j].Name })
+		for _, f := range fps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Component, f.Description)
+		}
+	case "json-scenarios":
+		return json.NewEncoder(stdout).Encode(scenarios.Names())
+	default:
+		return fail(2, "list: unknown list %q (want scenarios, checkers, mutants or failpoints)", args[0])
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/reports"
+	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
+)
+
+type envFlags struct {
+	postgres, postgresDSN, kafka, kafkaBrokers string
+}
+
+func (f *envFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.postgres, "postgres", "local", "PostgreSQL provider: local (throwaway cluster from the local binaries), dsn, testcontainers")
+	fs.StringVar(&f.postgresDSN, "postgres-dsn", os.Getenv("SAGACHAOS_POSTGRES_DSN"), "server for --postgres dsn (env SAGACHAOS_POSTGRES_DSN)")
+	fs.StringVar(&f.kafka, "kafka", "kfake", "Kafka provider: kfake (in process), brokers, testcontainers")
+	fs.StringVar(&f.kafkaBrokers, "kafka-brokers", os.Getenv("SAGACHAOS_KAFKA_BROKERS"), "comma-separated brokers for --kafka brokers (env SAGACHAOS_KAFKA_BROKERS)")
+}
+
+func (f *envFlags) config() env.Config {
+	c := env.Config{Postgres: f.postgres, PostgresDSN: f.postgresDSN, Kafka: f.kafka}
+	if f.kafkaBrokers != "" {
+		c.KafkaBrokers = strings.Split(f.kafkaBrokers, ",")
+	}
+	return c
+}
+
+func (f *envFlags) args() []string {
+	var a []string
+	if f.postgres != "local" {
+		a = append(a, "--postgres", f.postgres)
+	}
+	if f.kafka != "kfake" {
+		a = append(a, "--kafka", f.kafka)
+	}
+	return a
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		targetName = fs.String("target", "reference", "target: a name under targets/ or a manifest .json path")
+		mutant     = fs.String("mutant", "", "switch on a planted bug (sagachaos list mutants)")
+		scenario   = fs.String("scenario", "everything", "named scenario (sagachaos list scenarios) or a scenario .json file")
+		seed       = fs.Uint64("seed", 1, "seed of the run")
+		seeds      = fs.String("seeds", "", "many seeds: 1-50, 1,4,9-12 (overrides --seed)")
+		shard      = fs.String("shard", "", "run only shard i/n of the seeds")
+		out        = fs.String("out", "runs", "directory for run directories")
+		timeLimit  = fs.Duration("time-limit", 0, "bound the workload phase (default: the scenario's)")
+		shrink     = fs.Bool("shrink", false, "on a violation, minimise the failing case with rapid")
+		shrinkTry  = fs.Int("shrink-tries", 2, "with --shrink: a smaller case counts as failing if one of this many runs fails")
+		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
+	)
+	var ef envFlags
+	ef.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	log := newLogger(stderr, *verbose)
+	m, err := harness.FindTarget(*targetName)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	spec, err := scenarios.Load(*scenario)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if err := harness.ValidateMutant(m, *mutant); err != nil {
+		return fail(2, "%v", err)
+	}
+	list := []uint64{*seed}
+	if *seeds != "" {
+		if list, err = scenarios.ParseSeeds(*seeds); err != nil {
+			return fail(2, "%v", err)
+		}
+	}
+	if list, err = scenarios.Shard(list, *shard); err != nil {
+		return fail(2, "%v", err)
+	}
+	fmt.Fprintf(stderr, "building target %s …\n", m.Name)
+	bin, fps, err := harness.Prepare(ctx, m, "")
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	cat := harness.Catalog(m, fps)
+	worst := -1
+	for _, s := range list {
+		sc, err := scenarios.Generate(spec, s, cat)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		if *timeLimit > 0 {
+			sc.Limits.TimeLimit = scenarios.Duration(*timeLimit)
+		}
+		repro := reproLine(*targetName, *mutant, *scenario, s, ef.args())
+		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin}, stdout, stderr)
+		worst = worse(worst, code)
+		if code == 1 && *shrink {
+			shrinkCase(ctx, spec, cat, s, *shrinkTry, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(list) > 1 {
+		fmt.Fprintf(stdout, "\n%d runs; worst exit code %d. Merge them: sagachaos report %s/*\n", len(list), worst, *out)
+	}
+	if worst == 0 {
+		return nil
+	}
+	return &exitError{code: worst}
+}
+
+// worse orders exit codes by what a CI gate must see first: a violation,
+// then an error, then unknown, then valid.
+func worse(a, b int) int {
+	rank := map[int]int{-1: -1, 0: 0, 3: 1, 2: 2, 1: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func reproLine(target, mutant, scenario string, seed uint64, extra []string) string {
+	parts := []string{"sagachaos", "run", "--target", target}
+	if mutant != "" {
+		parts = append(parts, "--mutant", mutant)
+	}
+	parts = append(parts, "--scenario", scenario, "--seed", fmt.Sprint(seed))
+	parts = append(parts, extra...)
+	return strings.Join(parts, " ")
+}
+
+// runOne runs one case and prints its summary; it returns the exit code.
+func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) int {
+	tty := isTerminal(stderr)
+	if tty {
+		o.Status = func(s harness.Status) {
+			faults := "none"
+			if len(s.Faults) > 0 {
+				faults = strings.Join(s.Faults, " ")
+			}
+			fmt.Fprintf(stderr, "\r\033[K%-9s orders %d/%d  ops %d  crashes %d  faults %s  %s",
+				s.Phase, s.Invoked, s.Planned, s.Ops, s.Crashes, faults, s.Elapsed.Truncate(time.Second))
+		}
+	} else {
+		fmt.Fprintf(stderr, "run %s seed %d: %d orders, %d faults\n", o.Scenario.Name, o.Scenario.Seed, len(o.Scenario.Workload.Orders), len(o.Scenario.Faults))
+	}
+	res, err := harness.Run(ctx, o)
+	if tty {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		if errors.Is(err, harness.ErrInterrupted) {
+			fmt.Fprintf(stderr, "sagachaos: interrupted; partial run in %s (no process left behind)\n", res.RunDir)
+		} else {
+			fmt.Fprintf(stderr, "sagachaos: %v\n", oneLine(err))
+		}
+		return 2
+	}
+	_ = reports.WriteTerminal(stdout, res.Verdict, filepath.Join(res.RunDir, "report.html"), tty && isTerminal(stdout))
+	code := res.Verdict.Status.ExitCode()
+	if code != 0 {
+		fmt.Fprintf(stdout, "replay: %s   (or: sagachaos repro %s)\n", o.Repro, res.RunDir)
+	}
+	return code
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "directory for the replay's run directory (default: next to the original)")
+	verbose := fs.Bool("v", false, "log the harness's phases to stderr")
+	var ef envFlags
+	ef.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	if fs.NArg() != 1 {
+		return fail(2, "repro: want one RUN_DIR")
+	}
+	dir := fs.Arg(0)
+	sf, err := harness.ReadScenarioFile(dir)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	var m *targets.Manifest
+	if sf.TargetPath != "" {
+		if _, serr := os.Stat(sf.TargetPath); serr == nil {
+			m, err = harness.FindTarget(sf.TargetPath)
+		}
+	}
+	if m == nil {
+		m, err = harness.FindTarget(sf.Target)
+	}
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	bin, _, err := harness.Prepare(ctx, m, "")
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if *out == "" {
+		*out = filepath.Dir(filepath.Clean(dir))
+	}
+	o := harness.Options{Manifest: m, Mutant: sf.Mutant, Scenario: sf.Scenario, OutDir: *out, Env: ef.config(),
+		Repro: "sagachaos repro " + dir, Logger: newLogger(stderr, *verbose), Bin: bin}
+	o.RunDir = filepath.Join(*out, harness.RunDirName(sf.Scenario, time.Now())+"-repro")
+	code := runOne(ctx, o, stdout, stderr)
+	if orig, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl")); err == nil {
+		if again, err := models.ReadHistoryFile(filepath.Join(o.RunDir, "history.jsonl")); err == nil {
+			a, b := harness.FaultJournal(orig), harness.FaultJournal(again)
+			matched, missing := harness.Fidelity(a, b)
+			fmt.Fprintf(stdout, "replay fidelity: %d/%d fault journal entries matched\n", matched, len(a))
+			for _, e := range missing {
+				fmt.Fprintf(stdout, "  not matched: %s\n", e)
+			}
+		}
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog, seed uint64, tries int, base harness.Options, stdout, stderr io.Writer) {
+	fmt.Fprintf(stdout, "shrinking seed %d (each candidate is a real run; a candidate fails if 1 of %d runs is invalid) …\n", seed, tries)
+	res, err := harness.Shrink(ctx, harness.ShrinkOptions{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Base: base,
+		Progress: func(s string) { fmt.Fprintln(stderr, "shrink:", s) }})
+	if err != nil {
+		fmt.Fprintln(stderr, "sagachaos:", err)
+		return
+	}
+	fmt.Fprintf(stdout, "minimal case: %d orders, %d faults, after %d candidates; it failed %d of %d confirmation runs\n",
+		len(res.Minimal.Workload.Orders), len(res.Minimal.Faults), res.Candidates, res.Failures, res.Runs)
+	fmt.Fprintf(stdout, "replay it: sagachaos repro %s\n", res.RunDir)
+}
