@@ -1,0 +1,47 @@
+# sagachaos — common tasks. The two set-up commands of the README are
+# `make run` (a chaos run against the reference target) and `make test`.
+GO       ?= go
+SEEDS    ?= 1-3
+SCENARIO ?= everything
+SEED     ?= 1
+
+.PHONY: run test test-short bench lint selftest scenarios soak fuzz clean
+
+## run: one chaos run of the reference target on the embedded defaults
+run:
+	$(GO) run ./cmd/sagachaos run --target reference --scenario $(SCENARIO) --seed $(SEED)
+
+## test: the whole test suite, as CI runs it
+test:
+	$(GO) test -count=1 -timeout 25m ./...
+
+## test-short: the quick path for a laptop
+test-short:
+	$(GO) test -short -count=1 -timeout 10m ./...
+
+## bench: benchmarks (cold start, checker throughput, report rendering, orders/s)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./models/... ./checkers/... ./reports/... ./harness/env/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 20m ./targets/reference/...
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## scenarios: every named scenario with seeds $(SEEDS) against the reference (must all be valid)
+scenarios:
+	@fail=0; for s in $$($(GO) run ./cmd/sagachaos list scenarios | awk '{print $$1}'); do \
+	  $(GO) run ./cmd/sagachaos run --target reference --scenario $$s --seeds $(SEEDS) --out runs/scenarios || fail=1; \
+	done; $(GO) run ./cmd/sagachaos report runs/scenarios >/dev/null; exit $$fail
+
+## soak: many seeds of the everything scenario
+soak:
+	$(GO) run ./cmd/sagachaos run --target reference --scenario everything --seeds 1-50 --out runs/soak
+
+## fuzz: fuzz the history reader for a minute
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReadHistory -fuzztime 60s ./models/
+
+clean:
+	rm -rf runs
