@@ -1,0 +1,154 @@
+package checkers
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/sagachaos/sagachaos/models"
+)
+
+// victim is the order every corruption targets; it is added to a generated
+// history with a dedicated SKU, so its reservation always succeeds.
+const victim = "o-victim"
+
+// twin is a second forced order some corruptions need.
+const twin = "o-twin"
+
+// corruption plants one defect into a correct generated history.
+type corruption struct {
+	name string
+	// want is the set of checkers that must find the defect, intended one
+	// first. More than one only where the defect breaks several invariants
+	// by its nature (a refund of nothing also moves money).
+	want []string
+	// stockLevel: the intended checker names no order (aggregate stock).
+	decline bool
+	bug     string
+	twin    bool
+	mutate  func(ops []models.Op) []models.Op
+}
+
+var corruptions = []corruption{
+	{name: "stuck", want: []string{"saga-terminates"}, mutate: func(ops []models.Op) []models.Op {
+		return editValue(ops, isOp(models.State, models.FOrderState, victim), func(m map[string]any) { m["status"] = models.StatusPending })
+	}},
+	{name: "missing-shipment", want: []string{"all-or-nothing"}, mutate: func(ops []models.Op) []models.Op {
+		return slices.DeleteFunc(ops, isOp(models.Effect, models.FShipment, victim))
+	}},
+	{name: "email-for-cancelled", want: []string{"all-or-nothing"}, decline: true, mutate: func(ops []models.Op) []models.Op {
+		at := slices.IndexFunc(ops, isOp(models.Effect, models.FCharge, victim))
+		e := mkOp(models.ProcMailer, models.Effect, models.FEmail, victim, models.EmailEffect{EmailID: "em-x", Kind: "confirmation", To: "c"})
+		return slices.Insert(ops, at+1, e)
+	}},
+	{name: "double-shipment", want: []string{"no-double-effect"}, mutate: func(ops []models.Op) []models.Op {
+		at := slices.IndexFunc(ops, isOp(models.Effect, models.FShipment, victim))
+		dup := ops[at]
+		dup.Value = setField(dup.Value, "replay", false)
+		dup.Value = setField(dup.Value, "shipment_id", "sh-again")
+		return slices.Insert(ops, at+2, dup)
+	}},
+	{name: "null-refund", want: []string{"compensation-order", "conservation"}, decline: true, mutate: func(ops []models.Op) []models.Op {
+		at := slices.IndexFunc(ops, isOp(models.Effect, models.FCharge, victim))
+		r := mkOp(models.ProcGateway, models.Effect, models.FRefund, victim, models.RefundEffect{RefundID: "re-x", ChargeID: "ch-" + victim, Amount: 100, Status: "succeeded"})
+		return slices.Insert(ops, at+1, r)
+	}},
+	{name: "hanging-reserve", want: []string{"compensation-order", "conservation"}, bug: bugHangingReserve},
+	{name: "compensate-after-pivot", want: []string{"pivot"}, bug: bugCompensateAfterPiv},
+	{name: "email-before-pivot", want: []string{"pivot"}, bug: bugEmailBeforePivot},
+	{name: "lost-event", want: []string{"no-lost-event"}, mutate: func(ops []models.Op) []models.Op {
+		return slices.DeleteFunc(ops, func(o models.Op) bool { return o.Type == models.Event && o.F == "OrderApproved" && o.Order == victim })
+	}},
+	{name: "phantom-event", want: []string{"no-phantom-event"}, mutate: func(ops []models.Op) []models.Op {
+		return slices.DeleteFunc(ops, func(o models.Op) bool {
+			return isOp(models.State, models.FOutboxRow, victim)(o) && decodeMap(o.Value)["type"] == "OrderApproved"
+		})
+	}},
+	{name: "reordered-log", want: []string{"per-aggregate-order"}, mutate: func(ops []models.Op) []models.Op {
+		a := slices.IndexFunc(ops, func(o models.Op) bool { return o.Type == models.Event && o.F == "ChargePayment" && o.Order == victim })
+		b := slices.IndexFunc(ops, func(o models.Op) bool {
+			return o.Type == models.Event && o.F == "ScheduleDelivery" && o.Order == victim
+		})
+		oa, ob := decodeMap(ops[a].Value)["offset"], decodeMap(ops[b].Value)["offset"]
+		ops[a].Value = setField(ops[a].Value, "offset", ob)
+		ops[b].Value = setField(ops[b].Value, "offset", oa)
+		return ops
+	}},
+	{name: "applied-out-of-order", want: []string{"per-aggregate-order"}, decline: true, mutate: func(ops []models.Op) []models.Op {
+		pick := func(typ string) int {
+			return slices.IndexFunc(ops, func(o models.Op) bool {
+				m := decodeMap(o.Value)
+				return isOp(models.State, models.FApplied, victim)(o) && m["consumer"] == "orders" && m["type"] == typ
+			})
+		}
+		a, b := pick("StockReserved"), pick("StockReleased")
+		pa, pb := decodeMap(ops[a].Value)["position"], decodeMap(ops[b].Value)["position"]
+		ops[a].Value = setField(ops[a].Value, "position", pb)
+		ops[b].Value = setField(ops[b].Value, "position", pa)
+		return ops
+	}},
+	{name: "wrong-amount", want: []string{"conservation"}, mutate: func(ops []models.Op) []models.Op {
+		return editValue(ops, isOp(models.Effect, models.FCharge, victim), func(m map[string]any) { m["amount"] = m["amount"].(float64) + 1 })
+	}},
+	{name: "key-reused", want: []string{"client-idempotency"}, twin: true, mutate: func(ops []models.Op) []models.Op {
+		return editValue(ops, isOp(models.State, models.FOrderState, victim), func(m map[string]any) { m["idempotency_key"] = "k-twin" })
+	}},
+}
+
+// corrupt generates a correct history with the random plans plus the
+// victim (and twin), then plants c.
+func corrupt(ch chooser, c corruption, n int) *models.History {
+	stock, plans := randomPlans(ch, n)
+	stock["sku-victim"] = 1
+	v := &plan{n: n, id: victim, key: "k-victim", items: []models.Item{{SKU: "sku-victim", Qty: 1}}, total: 100, decline: c.decline, client: clientOK, bug: c.bug, noDup: true}
+	plans = append(plans, v)
+	if c.twin {
+		stock["sku-twin"] = 1
+		plans = append(plans, &plan{n: n + 1, id: twin, key: "k-twin", items: []models.Item{{SKU: "sku-twin", Qty: 1}}, total: 100, client: clientOK, noDup: true})
+	}
+	h, _ := genHistory(ch, stock, plans)
+	if c.mutate != nil {
+		h.Ops = renumber(c.mutate(h.Ops))
+	}
+	return h
+}
+
+func renumber(ops []models.Op) []models.Op {
+	for i := range ops {
+		ops[i].I = int64(i)
+	}
+	return ops
+}
+
+func isOp(typ models.OpType, f, order string) func(models.Op) bool {
+	return func(o models.Op) bool { return o.Type == typ && o.F == f && o.Order == order }
+}
+
+func mkOp(proc string, typ models.OpType, f, order string, v any) models.Op {
+	b, _ := json.Marshal(v)
+	return models.Op{Proc: proc, Type: typ, F: f, Order: order, Value: b}
+}
+
+func decodeMap(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+func setField(raw json.RawMessage, k string, v any) json.RawMessage {
+	m := decodeMap(raw)
+	m[k] = v
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// editValue edits the value of every op matching sel.
+func editValue(ops []models.Op, sel func(models.Op) bool, edit func(map[string]any)) []models.Op {
+	for i := range ops {
+		if sel(ops[i]) {
+			m := decodeMap(ops[i].Value)
+			edit(m)
+			ops[i].Value, _ = json.Marshal(m)
+		}
+	}
+	return ops
+}
