@@ -84,6 +84,9 @@ type plan struct {
 	// noDup: the relay never publishes this order's records twice (keeps
 	// corruptions of its log exact)
 	noDup bool
+	// dupAll: every record of this order is published twice, once at
+	// once and once later (relay crash-restart loops)
+	dupAll bool
 	// decided by stock at generation time
 	reserved bool
 }
@@ -105,6 +108,7 @@ type world struct {
 	pendDups []logRec
 	effectN  int
 	noDup    map[string]bool
+	dupAll   map[string]bool
 }
 
 type partKey struct {
@@ -168,6 +172,11 @@ func (w *world) publishTo(source, topic, order, typ string) logRec {
 	if w.noDup[order] {
 		return r
 	}
+	if w.dupAll[order] {
+		w.append(r)
+		w.pendDups = append(w.pendDups, r)
+		return r
+	}
 	switch w.ch.intn(8) {
 	case 0:
 		w.append(r)
@@ -202,16 +211,15 @@ type step func() []step
 
 // genHistory writes the history of a correct run (plus any plan bugs).
 func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.History, map[string]*plan) {
-	w := &world{ch: ch, logs: map[partKey][]logRec{}, rows: map[string][]rowRec{}, seq: map[string]int64{}, pos: map[string]int64{}, finals: map[string]models.OrderState{}, noDup: map[string]bool{}}
+	w := &world{ch: ch, logs: map[partKey][]logRec{}, rows: map[string][]rowRec{}, seq: map[string]int64{}, pos: map[string]int64{}, finals: map[string]models.OrderState{}, noDup: map[string]bool{}, dupAll: map[string]bool{}}
 	// the observer snapshots every database's outbox, even an empty one
 	w.dbs = []string{"orders", "inventory", "payment", "delivery"}
 	for _, db := range w.dbs {
 		w.rows[db] = nil
 	}
 	for _, p := range plans {
-		if p.noDup {
-			w.noDup[p.id] = true
-		}
+		w.noDup[p.id] = p.noDup
+		w.dupAll[p.id] = p.dupAll
 	}
 	w.add(models.ProcHarness, models.Info, models.FRunStart, "", models.RunInfo{ID: "gen", Target: "model", Scenario: "generated", Seed: 1})
 	w.add(models.ProcHarness, models.Info, models.FInitStock, "", models.InitialStock{Stock: stock})
