@@ -235,9 +235,6 @@ func TestBrowserNothingExecutes(t *testing.T) {
 var pwnedRE = regexp.MustCompile(`<html[^>]*\bdata-pwned=`)
 
 func TestBrowserLargeRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large-run browser check runs without -short (the benchmark measures size and speed)")
-	}
 	h, v := largeRun(100_000)
 	report := writeRunDir(t, h, v, nil)
 	dom, console := runChromium(t, fileURL(report, ""), "--dump-dom")
