@@ -43,6 +43,9 @@ type Options struct {
 	Status func(Status)
 	// Bin is where target binaries are built; empty: a per-user cache dir.
 	Bin string
+	// HealthTimeout bounds how long each component may take to become
+	// healthy (default 30s).
+	HealthTimeout time.Duration
 }
 
 // Status is the live state of a run, for the terminal status line.
@@ -193,7 +196,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	setPhase("target-up")
 	sup := supervisor.New(log)
 	t := &target{m: o.Manifest, sup: sup, env: e, world: w, rec: rec, log: log, bin: bin, runDir: o.RunDir,
-		mutant: o.Mutant, stock: sc.Workload.InitialStock, fpLog: filepath.Join(o.RunDir, "failpoints.jsonl")}
+		mutant: o.Mutant, stock: sc.Workload.InitialStock, fpLog: filepath.Join(o.RunDir, "failpoints.jsonl"), healthTimeout: o.HealthTimeout}
+	if t.healthTimeout <= 0 {
+		t.healthTimeout = defaultHealthTimeout
+	}
 	cleanups = append(cleanups, t.stop)
 	if err := t.start(ctx, sc); err != nil {
 		return res, err

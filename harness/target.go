@@ -24,8 +24,9 @@ import (
 	"github.com/sagachaos/sagachaos/targets"
 )
 
-// healthDeadline bounds how long one instance may take to become healthy.
-const healthDeadline = 30 * time.Second
+// defaultHealthTimeout bounds how long one instance may take to become
+// healthy.
+const defaultHealthTimeout = 30 * time.Second
 
 // instance is one running component of the target.
 type instance struct {
@@ -53,6 +54,8 @@ type target struct {
 	mutant string
 	stock  map[string]int64
 	fpLog  string
+	// healthTimeout bounds how long one instance may take to become healthy.
+	healthTimeout time.Duration
 
 	mu        sync.Mutex
 	instances map[string]*instance
@@ -250,7 +253,7 @@ func (t *target) start(ctx context.Context, sc scenarios.Scenario) error {
 		t.mu.Lock()
 		p := in.proc
 		t.mu.Unlock()
-		if err := t.sup.WaitHealthy(ctx, p, healthDeadline); err != nil {
+		if err := t.sup.WaitHealthy(ctx, p, t.healthTimeout); err != nil {
 			return &TargetError{Err: fmt.Errorf("%s never became healthy: %w", name, err)}
 		}
 	}
@@ -277,7 +280,7 @@ func (t *target) startInstance(ctx context.Context, in *instance, wait bool) err
 	t.wg.Add(1)
 	go t.watch(in, p)
 	if wait {
-		if err := t.sup.WaitHealthy(ctx, p, healthDeadline); err != nil {
+		if err := t.sup.WaitHealthy(ctx, p, t.healthTimeout); err != nil {
 			return fmt.Errorf("%s not healthy after restart: %w", in.name, err)
 		}
 	}
@@ -310,7 +313,7 @@ func (t *target) watch(in *instance, p *supervisor.Proc) {
 	t.log.Info("component crashed; restarting", "instance", in.name, "exit", p.ExitStatus())
 	for attempt := 1; attempt <= 5; attempt++ {
 		time.Sleep(200 * time.Millisecond * time.Duration(attempt))
-		ctx, cancel := context.WithTimeout(context.Background(), healthDeadline)
+		ctx, cancel := context.WithTimeout(context.Background(), t.healthTimeout)
 		err := t.startInstance(ctx, in, true)
 		cancel()
 		if err == nil {
@@ -413,7 +416,7 @@ func (t *target) heal(ctx context.Context) error {
 		t.mu.Lock()
 		p := in.proc
 		t.mu.Unlock()
-		if err := t.sup.WaitHealthy(ctx, p, healthDeadline); err != nil {
+		if err := t.sup.WaitHealthy(ctx, p, t.healthTimeout); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}

@@ -64,6 +64,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		shrink     = fs.Bool("shrink", false, "on a violation, minimise the failing case with rapid")
 		shrinkTry  = fs.Int("shrink-tries", 2, "with --shrink: a smaller case counts as failing if one of this many runs fails")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
+		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 	)
 	var ef envFlags
 	ef.register(fs)
@@ -107,7 +108,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			sc.Limits.TimeLimit = scenarios.Duration(*timeLimit)
 		}
 		repro := reproLine(*targetName, *mutant, *scenario, s, ef.args())
-		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin}, stdout, stderr)
+		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}, stdout, stderr)
 		worst = worse(worst, code)
 		if code == 1 && *shrink {
 			shrinkCase(ctx, spec, cat, s, *shrinkTry, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
