@@ -25,7 +25,7 @@ type Config struct {
 	Kafka        string   // "kfake" (default), "brokers", "testcontainers"
 	KafkaBrokers []string // for "brokers" (default from env SAGACHAOS_KAFKA_BROKERS, comma-separated)
 	// Dir is the run directory: postgres.log goes here. Data dirs do not:
-	// they go under os.TempDir and are removed on Close. Empty: logs go
+	// they go under /dev/shm (tmpfs) or os.TempDir and are removed on Close. Empty: logs go
 	// into the data dir and vanish with it.
 	Dir       string
 	Databases []string // created fresh; names as the target knows them

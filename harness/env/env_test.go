@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -397,3 +398,14 @@ func TestEnvLinksAndCrash(t *testing.T) {
 		}
 	})
 }
+
+func pingDSN(ctx context.Context, dsn string) error {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return c.Ping(ctx)
+}
+
+func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }

@@ -3,7 +3,6 @@ package env
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -26,6 +25,33 @@ import (
 const EnvPGBinDir = "SAGACHAOS_PG_BINDIR"
 
 const pgDirPrefix = "sagachaos-pg-"
+
+// EnvPGDataRoot overrides where PostgreSQL data dirs (and the cached initdb
+// template) go.
+const EnvPGDataRoot = "SAGACHAOS_PG_DATA_ROOT"
+
+// pgDataRoot is the parent of data dirs: $SAGACHAOS_PG_DATA_ROOT, else
+// /dev/shm when it is a writable tmpfs, else os.TempDir(). Measured here,
+// copying the 39 MB template took 0.83 s onto the /tmp disk and 0.09 s onto
+// /dev/shm, and CREATE DATABASE is I/O too; a throwaway cluster with
+// fsync=off loses nothing by living in memory (a SIGKILL of the postmaster
+// keeps what it wrote, as with the page cache).
+func pgDataRoot() string {
+	if d := os.Getenv(EnvPGDataRoot); d != "" {
+		return d
+	}
+	var st syscall.Statfs_t
+	const tmpfsMagic = 0x01021994
+	if err := syscall.Statfs("/dev/shm", &st); err == nil && st.Type == tmpfsMagic &&
+		st.Bavail*uint64(st.Bsize) > 1<<30 && syscall.Access("/dev/shm", 2) == nil {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// pgSearchGlob is the last place findPGBinDir looks (a variable so tests can
+// simulate a machine without PostgreSQL).
+var pgSearchGlob = "/usr/lib/postgresql/*/bin"
 
 // findPGBinDir looks for initdb and postgres: $SAGACHAOS_PG_BINDIR alone if
 // set; else PATH, `pg_config --bindir`, /usr/lib/postgresql/*/bin (newest).
@@ -55,7 +81,7 @@ func findPGBinDir() (string, error) {
 			}
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(pgSearchGlob)
 	sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) > pgMajor(dirs[j]) })
 	for _, d := range dirs {
 		if has(d) {
@@ -123,10 +149,10 @@ func startLocalPG(ctx context.Context, runDir string, log *slog.Logger) (_ *loca
 		return nil, err
 	}
 	p := &localPG{bindir: bindir, cred: cred, log: log}
-	// The data dir sits directly under the temp dir: a root-owned 0700
+	// The data dir sits directly under the data root: a root-owned 0700
 	// parent would lock the postgres user out. Its name carries our pid so
 	// a later run can sweep it if we die by SIGKILL.
-	name, err := os.MkdirTemp(os.TempDir(), fmt.Sprintf("%s%d-", pgDirPrefix, os.Getpid()))
+	name, err := os.MkdirTemp(pgDataRoot(), fmt.Sprintf("%s%d-", pgDirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: make data dir: %w", err)
 	}
@@ -170,11 +196,11 @@ func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential) (s
 	if cred != nil {
 		owner = strconv.Itoa(int(cred.Uid))
 	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sagachaos-pgtemplate-%s-%s", ver, owner))
+	dir := filepath.Join(pgDataRoot(), fmt.Sprintf("sagachaos-pgtemplate-%s-%s", ver, owner))
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return dir, nil
 	}
-	scratch, err := os.MkdirTemp(os.TempDir(), "sagachaos-pgtemplate-tmp-")
+	scratch, err := os.MkdirTemp(pgDataRoot(), "sagachaos-pgtemplate-tmp-")
 	if err != nil {
 		return "", fmt.Errorf("postgres: template scratch dir: %w", err)
 	}
@@ -285,8 +311,9 @@ func (p *localPG) pid() int {
 	return p.cmd.Process.Pid
 }
 
-// kill SIGKILLs the postmaster's whole process group and waits for the
-// postmaster to be reaped.
+// kill SIGKILLs the postmaster and every child it has (PostgreSQL children
+// call setsid, so a process group kill would miss them) and waits until all
+// of them are gone, so the port and the data dir are free again.
 func (p *localPG) kill() {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
@@ -294,17 +321,68 @@ func (p *localPG) kill() {
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	pm := cmd.Process.Pid
+	kids := childrenOf(pm)
+	_ = syscall.Kill(pm, syscall.SIGKILL)
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
+	}
 	<-done
-	// Backends notice the postmaster's death on their own; wait for the
-	// group to be empty so the data dir is free for a restart or removal.
-	for i := 0; i < 500; i++ {
-		if err := syscall.Kill(-cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+	for i := 0; i < 1000; i++ {
+		left := false
+		for _, k := range kids {
+			if processAlive(k) {
+				left = true
+			}
+		}
+		if !left {
 			return
 		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		time.Sleep(2 * time.Millisecond)
 	}
+	p.log.Warn("postgres children still alive after SIGKILL", "postmaster", pm, "children", kids)
+}
+
+// childrenOf lists the live children of pid, from /proc.
+func childrenOf(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ppid, ok := procStat(c); ok && st != "Z" && ppid == pid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// procStat reads a process's state and parent pid from /proc/PID/stat.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0], ppid, true
+}
+
+// processAlive is true for a live, non-zombie process: an orphan may linger
+// as a zombie under a PID 1 that does not reap, and that is dead enough.
+func processAlive(pid int) bool {
+	st, _, ok := procStat(pid)
+	return ok && st != "Z"
 }
 
 func (p *localPG) crash(ctx context.Context) error {
@@ -347,7 +425,7 @@ func (p *localPG) describe() string {
 // SIGKILL: their name carries the owner pid; a dir is stale when that pid is
 // gone and no postmaster runs in it.
 func sweepStaleDataDirs(log *slog.Logger) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), pgDirPrefix+"*"))
+	dirs, _ := filepath.Glob(filepath.Join(pgDataRoot(), pgDirPrefix+"*"))
 	for _, d := range dirs {
 		rest := strings.TrimPrefix(filepath.Base(d), pgDirPrefix)
 		pidStr, _, ok := strings.Cut(rest, "-")
@@ -367,10 +445,7 @@ func sweepStaleDataDirs(log *slog.Logger) {
 	}
 }
 
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+func alive(pid int) bool { return processAlive(pid) }
 
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
