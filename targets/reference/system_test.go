@@ -69,6 +69,7 @@ type system struct {
 
 	mu    sync.Mutex
 	specs map[string]supervisor.Spec
+	pools map[string]*pgxpool.Pool
 }
 
 type sysOpts struct {
@@ -129,7 +130,7 @@ func startSystem(t testing.TB, o sysOpts) *system {
 			envv = append(envv, "DATABASE_URL="+e.DirectDSN("delivery"), "CARRIER_URL="+urls["carrier"])
 		default:
 			comp = "relay"
-			envv = append(envv, "RELAY_DATABASES="+strings.Join(relayDBs, " "))
+			envv = append(envv, "RELAY_DATABASES="+strings.Join(relayDBs, " "), "OUTBOX_CLEANUP_INTERVAL=300ms")
 		}
 		spec := supervisor.Spec{Name: name, Command: []string{bin, comp}, Env: envv, LogDir: s.logDir, HealthURL: "http://" + addr + "/healthz"}
 		s.specs[name] = spec

@@ -226,6 +226,10 @@ func runRelay(ctx context.Context, c *common) error {
 	if err != nil {
 		return err
 	}
+	cleanup, err := svc.EnvDuration("OUTBOX_CLEANUP_INTERVAL", time.Minute)
+	if err != nil {
+		return err
+	}
 	batch, err := svc.EnvInt("RELAY_BATCH", 200)
 	if err != nil {
 		return err
@@ -234,7 +238,7 @@ func runRelay(ctx context.Context, c *common) error {
 	if err != nil {
 		return err
 	}
-	cfg := relay.Config{Batch: batch, Interval: interval, Retention: retention, Log: c.log}
+	cfg := relay.Config{Batch: batch, Interval: interval, Retention: retention, CleanupEvery: cleanup, Log: c.log}
 	for name, dsn := range dbs {
 		p, err := svc.Pool(ctx, dsn, 4)
 		if err != nil {

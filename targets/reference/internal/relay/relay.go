@@ -62,7 +62,9 @@ type Config struct {
 	Batch     int
 	Interval  time.Duration // idle poll interval
 	Retention time.Duration
-	Log       *slog.Logger
+	// CleanupEvery is how often published rows past Retention are deleted.
+	CleanupEvery time.Duration
+	Log          *slog.Logger
 }
 
 // ParseDatabases reads RELAY_DATABASES ("orders=URL inventory=URL").
@@ -100,7 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 					continue
 				}
 				n = 0
-				if time.Since(lastClean) > cfg.Retention/10+time.Second {
+				if time.Since(lastClean) >= cfg.CleanupEvery {
 					if err := Cleanup(ctx, s.Pool, cfg.Retention); err != nil {
 						cfg.Log.Warn("outbox cleanup", "db", s.Name, "err", err)
 					}
