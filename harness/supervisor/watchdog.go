@@ -21,7 +21,7 @@ while read -r line; do
     -*) n=" "; for p in $live; do [ "$p" = "${line#-}" ] || n="$n$p "; done; live=$n ;;
   esac
 done
-for p in $live; do kill -KILL -- "-$p" 2>/dev/null; done
+for p in $live; do kill -s KILL -- "-$p" 2>/dev/null; done
 exit 0
 `
 
