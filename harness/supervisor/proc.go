@@ -34,6 +34,10 @@ type Spec struct {
 	LogDir string
 	// HealthURL, when set, is polled by WaitHealthy until it answers 2xx.
 	HealthURL string
+	// Credential, when set, runs the process as another user (PostgreSQL
+	// refuses to run as root). Pdeathsig still applies: Go sets it after
+	// changing credentials.
+	Credential *syscall.Credential
 }
 
 func (s Spec) validate() error {
@@ -232,7 +236,7 @@ func (p *Proc) launch() error {
 	if out != nil {
 		cmd.Stdout, cmd.Stderr = out, out
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.spec.Credential}
 	onSpawnerThread(func() { err = cmd.Start() })
 	if err != nil {
 		if out != nil {

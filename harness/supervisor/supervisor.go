@@ -50,6 +50,17 @@ func (s *Supervisor) Start(ctx context.Context, spec Spec) (*Proc, error) {
 	s.procs = append(s.procs, p)
 	s.mu.Unlock()
 	if err := p.launch(); err != nil {
+		s.mu.Lock()
+		if s.byName[spec.Name] == p {
+			delete(s.byName, spec.Name)
+		}
+		for i, q := range s.procs {
+			if q == p {
+				s.procs = append(s.procs[:i], s.procs[i+1:]...)
+				break
+			}
+		}
+		s.mu.Unlock()
 		return nil, err
 	}
 	return p, nil

@@ -347,6 +347,9 @@ func TestSpecValidation(t *testing.T) {
 	if _, err := sup.Start(context.Background(), Spec{Name: "nope", Command: []string{"/nonexistent/binary"}}); err == nil {
 		t.Error("Start of a missing binary succeeded")
 	}
+	if n := len(sup.Procs()); n != 0 {
+		t.Errorf("%d procs listed after failed starts, want 0", n)
+	}
 }
 
 // startHelperHarness runs the test binary as a harness that supervises
@@ -457,5 +460,29 @@ func TestGuard(t *testing.T) {
 	}
 	if p.Alive() {
 		t.Fatal("process alive after a guarded panic")
+	}
+}
+
+// A process can run as another user (how the environment runs PostgreSQL
+// when the harness is root).
+func TestCredential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Log("not root: running as ourselves instead (the credential path needs root)")
+	}
+	u := os.Getuid()
+	cred := &syscall.Credential{Uid: uint32(u), Gid: uint32(os.Getgid()), NoSetGroups: true}
+	want := strconv.Itoa(u)
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true} // nobody
+		want = "65534"
+	}
+	sup := newSup(t)
+	p, err := sup.Start(context.Background(), Spec{Name: "who", Command: []string{"id", "-u"}, Credential: cred, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	if log := readLog(t, p); !strings.Contains(log, "\n"+want+"\n") || p.ExitStatus() != "exit status 0" {
+		t.Fatalf("status %s, log:\n%s", p.ExitStatus(), log)
 	}
 }
