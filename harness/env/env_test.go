@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 )
 
 var testDBs = []string{"orders", "inventory", "payment", "delivery"}
@@ -33,9 +35,26 @@ func upTestEnv(t *testing.T, ctx context.Context) *Env {
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
+	dataDir, shmID := "", -1
+	if p, ok := e.pg.(*localPG); ok {
+		dataDir, shmID = p.dataDir, sysvShmID(p.dataDir)
+	}
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Errorf("Close: %v", err)
+		}
+		if dataDir != "" {
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("data dir %s left after Close: %v", dataDir, err)
+			}
+		}
+		if shmID >= 0 {
+			if _, err := unix.SysvShmCtl(shmID, unix.IPC_STAT, &unix.SysvShmDesc{}); err == nil {
+				t.Errorf("System V segment %d left after Close", shmID)
+			}
+		}
+		if e.Link("orders→postgres") != nil || len(e.Links()) != 0 {
+			t.Errorf("links left after Close: %d", len(e.Links()))
 		}
 	})
 	return e

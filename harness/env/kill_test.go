@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const helperEnv = "SAGACHAOS_ENV_HELPER"
@@ -37,7 +39,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	kb, _ := e.KafkaBrokersFor("relay-1")
 	p := e.pg.(*localPG)
-	fmt.Printf("READY %d %s %s %s %s %s\n", p.pid(), p.addr(), p.dataDir, l.Listen(), e.DirectBrokers()[0], kb[0])
+	fmt.Printf("READY %d %s %s %s %s %s %d\n", p.pid(), p.addr(), p.dataDir, l.Listen(), e.DirectBrokers()[0], kb[0], sysvShmID(p.dataDir))
 	<-ctx.Done() // the parent SIGKILLs us long before
 	os.Exit(3)
 }
@@ -68,12 +70,16 @@ func TestHarnessSIGKILL(t *testing.T) {
 			t.Fatalf("helper: %s", sc.Text())
 		}
 	}
-	if len(fields) != 6 {
+	if len(fields) != 7 {
 		t.Fatalf("helper printed no READY line (scan err %v)", sc.Err())
 	}
 	pgPID, _ := strconv.Atoi(fields[0])
 	addrs := map[string]string{"postgres": fields[1], "postgres link": fields[3], "kafka": fields[4], "kafka link": fields[5]}
 	dataDir := fields[2]
+	shmID, _ := strconv.Atoi(fields[6])
+	if shmID < 0 {
+		t.Fatalf("no System V segment id in %s/postmaster.pid", dataDir)
+	}
 	if !processAlive(pgPID) {
 		t.Fatalf("postmaster %d not running before the kill", pgPID)
 	}
@@ -122,5 +128,8 @@ func TestHarnessSIGKILL(t *testing.T) {
 	}
 	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stale data dir %s not swept: %v", dataDir, err)
+	}
+	if _, err := unix.SysvShmCtl(shmID, unix.IPC_STAT, &unix.SysvShmDesc{}); err == nil {
+		t.Errorf("System V segment %d of the killed cluster not removed by the sweep", shmID)
 	}
 }

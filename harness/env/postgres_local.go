@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 )
 
 // EnvPGBinDir overrides the PostgreSQL binary lookup: when set, only that
@@ -257,6 +258,9 @@ func (p *localPG) startOnce(ctx context.Context) error {
 		"-D", p.dataDir, "-p", strconv.Itoa(p.port), "-h", "127.0.0.1", "-k", p.dataDir,
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=on",
 		"-c", "max_connections=300", "-c", "shared_buffers=32MB",
+		// DSM segments as files in the data dir, not /dev/shm/PostgreSQL.*,
+		// so a SIGKILLed cluster leaves nothing outside its data dir.
+		"-c", "dynamic_shared_memory_type=mmap",
 		"-c", "logging_collector=off", "-c", "log_min_messages=warning")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group (a Ctrl-C to the harness is ours to handle), run as
@@ -408,7 +412,9 @@ func (p *localPG) restart(ctx context.Context) error {
 }
 
 func (p *localPG) close() error {
+	shm := sysvShmID(p.dataDir)
 	p.kill()
+	removeSysvShm(shm)
 	if p.dataDir != "" {
 		if err := os.RemoveAll(p.dataDir); err != nil {
 			return fmt.Errorf("postgres: remove data dir: %w", err)
@@ -439,10 +445,47 @@ func sweepStaleDataDirs(log *slog.Logger) {
 				continue
 			}
 		}
+		removeSysvShm(sysvShmID(d))
 		if err := os.RemoveAll(d); err == nil {
 			log.Info("removed stale postgres data dir", "dir", d, "owner_pid", pid)
 		}
 	}
+}
+
+// sysvShmID reads the id of the small System V segment PostgreSQL uses as
+// an interlock from line 7 of postmaster.pid ("key id"); -1 if none.
+func sysvShmID(dataDir string) int {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return -1
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return -1
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return -1
+	}
+	id, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return id
+}
+
+// removeSysvShm removes a dead cluster's interlock segment, which a SIGKILL
+// leaves in the kernel (56 bytes each, but they add up over many runs). A
+// segment someone still attaches is left alone.
+func removeSysvShm(id int) {
+	if id < 0 {
+		return
+	}
+	var d unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &d); err != nil || d.Nattch != 0 {
+		return
+	}
+	_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
 }
 
 func alive(pid int) bool { return processAlive(pid) }
