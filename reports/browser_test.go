@@ -176,6 +176,14 @@ func TestBrowserFailingReport(t *testing.T) {
 		t.Fatalf("no usable screenshot at %s: %v", shot, err)
 	}
 	t.Logf("screenshot: %s", shot)
+
+	// The order view, opened from its fragment, for the artifact too.
+	shot2 := filepath.Join(artifactDir(t), "report-order.png")
+	_, console = runChromium(t, fileURL(report, "order-o-17"), "--screenshot="+shot2, "--hide-scrollbars")
+	if len(console) > 0 {
+		t.Errorf("console not clean during order screenshot:\n%s", strings.Join(console, "\n"))
+	}
+	t.Logf("screenshot: %s", shot2)
 }
 
 // TestBrowserNothingExecutes puts script and event-handler payloads into an

@@ -389,6 +389,33 @@ type orderData struct {
 	Capped int     `json:"capped,omitempty"`
 }
 
+// addOrderOp appends op to its order's data, honouring the per-order cap.
+func addOrderOp(d *reportData, orderPos map[string]int, op models.Op, opts HTMLOptions, capped *int, enc func(models.Op) []any) {
+	id := Redact(op.Order)
+	k, ok := orderPos[id]
+	if !ok {
+		k = len(d.Orders)
+		orderPos[id] = k
+		d.Orders = append(d.Orders, orderData{ID: id})
+	}
+	od := &d.Orders[k]
+	od.Total++
+	if op.Type == models.State && op.F == models.FOrderState {
+		var st models.OrderState
+		if op.Decode(&st) == nil {
+			od.Status = Redact(st.Status)
+		}
+	}
+	if opts.MaxOpsPerOrder > 0 && len(od.Ops) >= opts.MaxOpsPerOrder {
+		if od.Capped == 0 {
+			*capped++
+		}
+		od.Capped++
+		return
+	}
+	od.Ops = append(od.Ops, enc(op))
+}
+
 func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.JS, int, error) {
 	d := reportData{Viol: map[string][][]int64{}, ViolSig: map[string][]string{}}
 	intern := func(tab *[]string, idx map[string]int, s string) int {
@@ -409,34 +436,28 @@ func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.
 	}
 	orderPos := map[string]int{}
 	capped := 0
+	// A client's invoke usually carries no order id (the server assigns it);
+	// it belongs to the order its completion names, so hold it until then.
+	pendingInvoke := map[string]models.Op{}
 	for _, op := range h.Ops {
 		d.TMax = max(d.TMax, op.T/1000)
+		if strings.HasPrefix(op.Proc, models.ProcClientPfx) {
+			if op.Type == models.Invoke && op.Order == "" {
+				pendingInvoke[op.Proc] = op
+				continue
+			}
+			if inv, ok := pendingInvoke[op.Proc]; ok && op.Type != models.Invoke {
+				delete(pendingInvoke, op.Proc)
+				if op.Order != "" {
+					inv.Order = op.Order
+					addOrderOp(&d, orderPos, inv, opts, &capped, enc)
+				}
+			}
+		}
 		if op.Order == "" {
 			continue
 		}
-		id := Redact(op.Order)
-		k, ok := orderPos[id]
-		if !ok {
-			k = len(d.Orders)
-			orderPos[id] = k
-			d.Orders = append(d.Orders, orderData{ID: id})
-		}
-		od := &d.Orders[k]
-		od.Total++
-		if op.Type == models.State && op.F == models.FOrderState {
-			var st models.OrderState
-			if op.Decode(&st) == nil {
-				od.Status = Redact(st.Status)
-			}
-		}
-		if opts.MaxOpsPerOrder > 0 && len(od.Ops) >= opts.MaxOpsPerOrder {
-			if od.Capped == 0 {
-				capped++
-			}
-			od.Capped++
-			continue
-		}
-		od.Ops = append(od.Ops, enc(op))
+		addOrderOp(&d, orderPos, op, opts, &capped, enc)
 	}
 	looseSeen := map[int64]bool{}
 	for _, r := range v.Results {

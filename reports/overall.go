@@ -71,9 +71,20 @@ func buildOverall(h *models.History) overallTimeline {
 	var thr [ovBuckets]int
 	first := map[string]int64{}
 	lastT := map[string]int64{}
+	pendingInvoke := map[string]int64{} // client proc → time of its open invoke
 	for _, op := range h.Ops {
 		if op.F == models.FPlaceOrder && op.Type == models.Ok {
 			thr[bucket(op.T)]++
+		}
+		if strings.HasPrefix(op.Proc, models.ProcClientPfx) {
+			if op.Type == models.Invoke {
+				pendingInvoke[op.Proc] = op.T
+			} else if t, ok := pendingInvoke[op.Proc]; ok {
+				delete(pendingInvoke, op.Proc)
+				if _, seen := first[op.Order]; op.Order != "" && !seen {
+					first[op.Order] = t // the saga started when its request was sent
+				}
+			}
 		}
 		if op.Order == "" || op.Proc == models.ProcObserver || op.Type == models.State || op.Type == models.Event {
 			continue

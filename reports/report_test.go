@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -322,4 +323,33 @@ func TestWriteIndexGroupsBySignature(t *testing.T) {
 	if !strings.Contains(page, `href="runs/ok/report.html"`) || !strings.Contains(page, "101</b> runs") {
 		t.Error("index lacks the valid run or the total")
 	}
+}
+
+func TestOrderDataIncludesItsInvoke(t *testing.T) {
+	h, v := failingRun()
+	js, _, err := buildData(h, v, HTMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Types  []string `json:"types"`
+		Orders []struct {
+			ID  string  `json:"id"`
+			Ops [][]any `json:"ops"`
+		} `json:"orders"`
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range d.Orders {
+		if o.ID != "o-17" {
+			continue
+		}
+		first := o.Ops[0]
+		if typ := d.Types[int(first[3].(float64))]; typ != "invoke" {
+			t.Errorf("o-17's first op is %s, want the place-order invoke that has no order id", typ)
+		}
+		return
+	}
+	t.Fatal("no o-17 in the embedded data")
 }

@@ -51,27 +51,30 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 		if mark == "" {
 			mark = "??"
 		}
-		line := fmt.Sprintf("  %-4s %-*s  %-7s", mark, width, Redact(r.Checker), r.Status)
-		line = paint(statusColor(r.Status, false), line)
+		line := paint(statusColor(r.Status, false), fmt.Sprintf("  %-4s %-*s  %s", mark, width, Redact(r.Checker), r.Status))
+		detail := ""
 		switch r.Status {
 		case models.Invalid:
-			line += fmt.Sprintf(" %d violation(s)", len(r.Violations))
+			detail = fmt.Sprintf("%d violation(s)", len(r.Violations))
 			if len(r.Violations) > 0 {
 				f := r.Violations[0]
-				detail := f.Kind + ": " + f.Message
+				d := f.Kind + ": " + f.Message
 				if f.Order != "" {
-					detail = "order " + f.Order + " " + detail
+					d = "order " + f.Order + " " + d
 				}
-				line += " — " + Redact(oneLine(detail, 140))
+				detail += " — " + Redact(oneLine(d, 140))
 			}
 		case models.Unknown:
 			if r.Unknown != "" {
-				line += " " + paint(ansiDim, Redact(oneLine(r.Unknown, 140)))
+				detail = paint(ansiDim, Redact(oneLine(r.Unknown, 140)))
 			}
 		case models.Valid:
 			if len(r.Stats) > 0 {
-				line += " " + paint(ansiDim, Redact(statsLine(r.Stats)))
+				detail = paint(ansiDim, Redact(statsLine(r.Stats)))
 			}
+		}
+		if detail != "" {
+			line += strings.Repeat(" ", max(0, 7-len(r.Status))) + " " + detail
 		}
 		b.WriteString(line + "\n")
 	}
