@@ -35,7 +35,8 @@ type watchdog struct {
 }
 
 func startWatchdog() (*watchdog, error) {
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript)
+	// $0 names it in ps: "sagachaos-watchdog".
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "sagachaos-watchdog")
 	cmd.Env = baseEnv()
 	// Its own group: a terminal's Ctrl-C (sent to the foreground group)
 	// must not take it down before the harness has cleaned up.

@@ -33,7 +33,9 @@ func (c *Carrier) Addr() string { return c.svc.addr() }
 
 // InjectAmbiguous makes the next n new shipment requests ambiguous (see
 // Gateway.InjectAmbiguous).
-func (c *Carrier) InjectAmbiguous(mode string, n int) error { return c.svc.inject(mode, n) }
+func (c *Carrier) InjectAmbiguous(mode string, n int) error {
+	return c.svc.inject(models.FShipment, mode, n)
+}
 
 // Shipments returns a snapshot of every shipment, in booking order.
 func (c *Carrier) Shipments() []Shipment {

@@ -61,11 +61,19 @@ func newGateway(rec *models.Recorder, o *options) *Gateway {
 // Addr is the gateway's host:port (put a toxiproxy link in front of it).
 func (g *Gateway) Addr() string { return g.svc.addr() }
 
-// InjectAmbiguous makes the next n new charge or refund requests ambiguous
-// whatever the card: mode AmbiguousError (applied, answered 500) or
-// AmbiguousHang (applied, never answered). It replaces any earlier
-// injection; n = 0 clears it. Replays are never ambiguous.
-func (g *Gateway) InjectAmbiguous(mode string, n int) error { return g.svc.inject(mode, n) }
+// InjectAmbiguous makes the next n new charges ambiguous whatever the
+// card: mode AmbiguousError (applied, answered 500) or AmbiguousHang
+// (applied, never answered). It replaces any earlier charge injection; n = 0
+// clears it. Replays are never ambiguous.
+func (g *Gateway) InjectAmbiguous(mode string, n int) error {
+	return g.svc.inject(models.FCharge, mode, n)
+}
+
+// InjectAmbiguousRefunds does the same for the next n new refunds (the
+// refund is applied, the caller does not learn it).
+func (g *Gateway) InjectAmbiguousRefunds(mode string, n int) error {
+	return g.svc.inject(models.FRefund, mode, n)
+}
 
 // Charges returns a snapshot of every charge, in the order they were made.
 func (g *Gateway) Charges() []Charge {

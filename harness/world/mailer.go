@@ -34,7 +34,9 @@ func (m *Mailer) Addr() string { return m.svc.addr() }
 
 // InjectAmbiguous makes the next n new e-mail requests ambiguous (see
 // Gateway.InjectAmbiguous).
-func (m *Mailer) InjectAmbiguous(mode string, n int) error { return m.svc.inject(mode, n) }
+func (m *Mailer) InjectAmbiguous(mode string, n int) error {
+	return m.svc.inject(models.FEmail, mode, n)
+}
 
 // Emails returns a snapshot of every e-mail, in acceptance order.
 func (m *Mailer) Emails() []Email {

@@ -89,8 +89,7 @@ type service struct {
 
 	mu       sync.Mutex // guards keys, inject and the owner's state
 	keys     map[string]*idemEntry
-	injMode  string
-	injLeft  int
+	injected map[string]injection // by op function (models.FCharge, …)
 	closing  chan struct{}
 	closed   bool
 	held     sync.WaitGroup // hijacked (hanging) connections
@@ -108,6 +107,7 @@ func newService(name, proc string, rec *models.Recorder, o *options) *service {
 		log:         o.logger.With("world", name),
 		beforeApply: o.beforeApply,
 		keys:        map[string]*idemEntry{},
+		injected:    map[string]injection{},
 		closing:     make(chan struct{}),
 		mux:         http.NewServeMux(),
 		serveErr:    make(chan error, 1),
@@ -150,8 +150,15 @@ func (s *service) close() error {
 	return nil
 }
 
-// inject makes the next n new requests ambiguous in the given mode.
-func (s *service) inject(mode string, n int) error {
+// injection is a pending nemesis order: the next left requests are
+// ambiguous in mode.
+type injection struct {
+	mode string
+	left int
+}
+
+// inject makes the next n new requests of function f ambiguous in mode.
+func (s *service) inject(f, mode string, n int) error {
 	if mode != AmbiguousError && mode != AmbiguousHang {
 		return fmt.Errorf("world %s: ambiguity mode %q: want %q or %q", s.name, mode, AmbiguousError, AmbiguousHang)
 	}
@@ -160,17 +167,19 @@ func (s *service) inject(mode string, n int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.injMode, s.injLeft = mode, n
+	s.injected[f] = injection{mode: mode, left: n}
 	return nil
 }
 
-// takeInjected consumes one injected ambiguity; caller holds s.mu.
-func (s *service) takeInjected() string {
-	if s.injLeft == 0 {
+// takeInjected consumes one injected ambiguity for f; caller holds s.mu.
+func (s *service) takeInjected(f string) string {
+	in := s.injected[f]
+	if in.left == 0 {
 		return ""
 	}
-	s.injLeft--
-	return s.injMode
+	in.left--
+	s.injected[f] = in
+	return in.mode
 }
 
 // handle registers an effectful POST endpoint: f is the op function,
@@ -231,7 +240,7 @@ func (s *service) serve(w http.ResponseWriter, r *http.Request, f string, parse 
 			s.mu.Lock()
 		}
 	}
-	amb := s.takeInjected()
+	amb := s.takeInjected(f)
 	if amb == "" {
 		amb = req.ambiguity()
 	}

@@ -466,3 +466,28 @@ func TestStartClose(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// Charge and refund injections are separate: the nemesis picks which
+// step of the saga fails ambiguously.
+func TestInjectRefundsOnly(t *testing.T) {
+	w, rec := startWorld(t)
+	base := "http://" + w.Gateway.Addr()
+	if err := w.Gateway.InjectAmbiguousRefunds(AmbiguousError, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := post(context.Background(), http.DefaultClient, base+"/charges", "c", `{"order_id":"o-1","amount":50,"card":"tok_visa"}`)
+	if c.status != 200 {
+		t.Fatalf("charge under a refund injection: %d %v", c.status, c.body)
+	}
+	body := `{"charge_id":"` + c.str("id") + `","amount":50,"order_id":"o-1"}`
+	if r := post(context.Background(), http.DefaultClient, base+"/refunds", "r", body); r.status != 500 {
+		t.Fatalf("injected refund: %d %v, want 500", r.status, r.body)
+	}
+	if r := post(context.Background(), http.DefaultClient, base+"/refunds", "r", body); r.status != 200 || !r.replayed || r.str("id") != "re_000001" {
+		t.Fatalf("refund retry: %d %v", r.status, r.body)
+	}
+	e := decode[models.RefundEffect](t, effects(rec, models.FRefund)[0])
+	if e.Ambiguous != AmbiguousError || e.Status != RefundSucceeded || w.Gateway.Charges()[0].Refunded != 50 {
+		t.Fatalf("refund effect %+v, charges %+v", e, w.Gateway.Charges())
+	}
+}
