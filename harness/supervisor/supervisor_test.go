@@ -486,3 +486,30 @@ func TestCredential(t *testing.T) {
 		t.Fatalf("status %s, log:\n%s", p.ExitStatus(), log)
 	}
 }
+
+// A paused (SIGSTOPped) group can still be killed and restarted: the
+// nemesis may heal a pause by killing.
+func TestKillWhilePaused(t *testing.T) {
+	sup := newSup(t)
+	p, err := sup.Start(context.Background(), Spec{Name: "frozen", Command: []string{"sleep", "1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid()
+	eventually(t, "stopped", func() bool { return procState(pid) == "T" })
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if p.ExitStatus() != "signal: killed" {
+		t.Fatalf("status %q", p.ExitStatus())
+	}
+	if err := p.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := procState(p.Pid()); st == "T" || st == "" {
+		t.Fatalf("restarted process state %q", st)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -489,5 +490,36 @@ func TestInjectRefundsOnly(t *testing.T) {
 	e := decode[models.RefundEffect](t, effects(rec, models.FRefund)[0])
 	if e.Ambiguous != AmbiguousError || e.Status != RefundSucceeded || w.Gateway.Charges()[0].Refunded != 50 {
 		t.Fatalf("refund effect %+v, charges %+v", e, w.Gateway.Charges())
+	}
+}
+
+// The same calls in the same order give the same history (ids included):
+// a seed replays the world exactly.
+func TestDeterministicHistory(t *testing.T) {
+	script := func() []string {
+		w, rec := startWorld(t)
+		g := "http://" + w.Gateway.Addr()
+		calls := []struct{ url, key, body string }{
+			{g + "/charges", "a", `{"order_id":"o-1","amount":10,"card":"tok_visa"}`},
+			{g + "/charges", "", `{"order_id":"o-2","amount":20,"card":"tok_decline"}`},
+			{g + "/refunds", "r", `{"charge_id":"ch_000001","amount":10,"order_id":"o-1"}`},
+			{g + "/charges", "a", `{"order_id":"o-1","amount":10,"card":"tok_visa"}`},
+			{"http://" + w.Carrier.Addr() + "/shipments", "s", `{"order_id":"o-1","items":[]}`},
+			{"http://" + w.Mailer.Addr() + "/emails", "", `{"order_id":"o-1","kind":"confirmation","to":"x"}`},
+		}
+		for _, c := range calls {
+			if r := post(context.Background(), http.DefaultClient, c.url, c.key, c.body); r.err != nil {
+				t.Fatal(r.err)
+			}
+		}
+		var out []string
+		for _, op := range rec.Ops() {
+			out = append(out, op.Proc+" "+string(op.Type)+" "+op.F+" "+op.Order+" "+string(op.Value))
+		}
+		return out
+	}
+	a, b := script(), script()
+	if len(a) != 6 || strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatalf("histories differ:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
 }
