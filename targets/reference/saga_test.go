@@ -25,6 +25,20 @@ func TestSagaEndToEnd(t *testing.T) {
 			t.Errorf("a repeated Idempotency-Key created a new order %s", id)
 		}
 	}
+	// The same new key from 8 clients at once: one order.
+	var dups []orderReq
+	for i := 0; i < 8; i++ {
+		r := reqs[0]
+		r.Key = "e2e-concurrent-dup"
+		dups = append(dups, r)
+	}
+	concurrent := s.placeAll(ctx, dups, 8)
+	if len(concurrent) != 1 {
+		t.Errorf("8 concurrent requests with one key made %d orders", len(concurrent))
+	}
+	for id, r := range concurrent {
+		placed[id] = r
+	}
 	final := s.settle(ctx, len(placed))
 	s.verify(ctx, placed, final)
 }

@@ -91,6 +91,9 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	if err != nil {
 		return err
 	}
+	if mutant.Is(mutant.NonIdempotentCompensation) && e.Type == msg.ReleaseStock {
+		fresh = true // planted bug: a redelivered release is applied again
+	}
 	if !fresh {
 		return tx.Commit(ctx)
 	}
@@ -145,14 +148,27 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 			replyType = StockNotReserved
 			if len(itemsRaw) > 2 {
 				replyType = msg.StockReleased
+				if mutant.Is(mutant.NonIdempotentCompensation) {
+					// Planted bug: the compensation does not check it already ran.
+					var items []models.Item
+					if err := json.Unmarshal(itemsRaw, &items); err != nil {
+						return fmt.Errorf("decode reservation %s: %w", p.OrderID, err)
+					}
+					if err := s.release(ctx, tx, items); err != nil {
+						return err
+					}
+				}
 			}
 		case "FAILED":
 			replyType = StockNotReserved
 		default:
+			replyType = StockNotReserved
+			if mutant.Is(mutant.OutOfOrderCompensation) {
+				break // planted bug: no tombstone, a later reserve will hold stock
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO reservations (order_id, status, items) VALUES ($1, 'RELEASED', '[]')`, p.OrderID); err != nil {
 				return fmt.Errorf("insert release tombstone %s: %w", p.OrderID, err)
 			}
-			replyType = StockNotReserved
 		}
 	}
 	if _, err := outbox.Add(ctx, tx, Name, outbox.Message{Topic: msg.TopicInventory, Type: replyType, Payload: reply}); err != nil {

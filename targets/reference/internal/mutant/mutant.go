@@ -33,12 +33,17 @@ const (
 
 // Implemented lists the mutants whose switch exists in the code.
 var Implemented = map[string]string{
-	MarkBeforeAck:           "relay marks rows published before producing them",
-	UnkeyedPublish:          "relay publishes records without the order id as key",
-	NonIdempotentConsumer:   "consumers skip the processed-messages (inbox) check",
-	NoGatewayIdempotencyKey: "payment charges without an Idempotency-Key",
-	ParallelRelayReorder:    "relays lock rows but not aggregates, so two relays may publish one order's rows out of order",
-	NoSemanticLock:          "inventory checks stock without a row lock and updates unconditionally",
+	MarkBeforeAck:             "relay marks rows published before producing them",
+	UnkeyedPublish:            "relay publishes records without the order id as key",
+	NonIdempotentConsumer:     "consumers skip the processed-messages (inbox) check",
+	NoGatewayIdempotencyKey:   "payment charges without an Idempotency-Key",
+	ParallelRelayReorder:      "relays lock rows but not aggregates, so two relays may publish one order's rows out of order",
+	NoSemanticLock:            "inventory checks stock without a row lock and updates unconditionally",
+	NoStepTimeout:             "the orchestrator never times a step out: a lost reply leaves the saga PENDING",
+	CompensationNotRetried:    "a release that times out is not sent again: the order is cancelled with its stock still held",
+	EmailBeforePivot:          "the confirmation e-mail is sent as soon as stock is reserved, before the charge",
+	NonIdempotentCompensation: "inventory releases stock again for every ReleaseStock, even an already released order",
+	OutOfOrderCompensation:    "a release for an order with no reservation is dropped (no tombstone), so a later reserve is applied",
 }
 
 var current string

@@ -45,6 +45,7 @@ import (
 	"github.com/sagachaos/sagachaos/targets/reference/internal/failpoint"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/inventory"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/msg"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/outbox"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/world"
 )
@@ -258,7 +259,15 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) list(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.DB.Query(r.Context(), selectOrder+` ORDER BY created_at, id`)
+	// ?idempotency_key=K narrows the list to the order made with K (the
+	// observer uses it to settle a client op whose answer was lost).
+	var rows pgx.Rows
+	var err error
+	if k := r.URL.Query().Get("idempotency_key"); k != "" {
+		rows, err = s.DB.Query(r.Context(), selectOrder+` WHERE idempotency_key = $1`, k)
+	} else {
+		rows, err = s.DB.Query(r.Context(), selectOrder+` ORDER BY created_at, id`)
+	}
 	if err != nil {
 		apiError(w, http.StatusServiceUnavailable, "unavailable", err.Error())
 		return
@@ -383,6 +392,13 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 			if err := st.trail("reserve-stock"); err != nil {
 				return err
 			}
+			if mutant.Is(mutant.EmailBeforePivot) {
+				// Planted bug: a non-compensatable effect before the pivot.
+				if _, err := s.Mailer.Call(ctx, "/emails", "email:"+st.sg.order.OrderID,
+					map[string]any{"order_id": st.sg.order.OrderID, "kind": "confirmation", "to": st.sg.order.Customer}); err != nil {
+					return err
+				}
+			}
 			if err := st.send(msg.ChargePayment); err != nil {
 				return err
 			}
@@ -436,6 +452,10 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 // saga compensates; after it, the command is sent again.
 func (s *Service) onTimeout(ctx context.Context, st step) error {
 	s.Log.Info("step timed out", "order", st.sg.order.OrderID, "state", st.sg.state)
+	if mutant.Is(mutant.CompensationNotRetried) && st.sg.state == Releasing {
+		// Planted bug: the release was tried once; give up and cancel anyway.
+		return st.finish(Cancelled, "cancel-order", msg.OrderCancelled)
+	}
 	switch st.sg.state {
 	case Reserving, Releasing:
 		if err := st.send(msg.ReleaseStock); err != nil {
@@ -482,6 +502,9 @@ func (s *Service) loop(ctx context.Context, tick time.Duration, f func(context.C
 
 // timeouts handles up to 100 expired steps, each in its own transaction.
 func (s *Service) timeouts(ctx context.Context) (int, error) {
+	if mutant.Is(mutant.NoStepTimeout) {
+		return 0, nil // planted bug: no step ever times out
+	}
 	rows, err := s.DB.Query(ctx, `SELECT order_id FROM sagas WHERE state IN ($1, $2, $3, $4, $5) AND deadline < now() ORDER BY deadline LIMIT 100`,
 		Reserving, Charging, CancellingCharge, Releasing, Delivering)
 	if err != nil {
