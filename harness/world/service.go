@@ -92,7 +92,7 @@ type service struct {
 	injected map[string]injection // by op function (models.FCharge, …)
 	closing  chan struct{}
 	closed   bool
-	held     sync.WaitGroup // hijacked (hanging) connections
+	inflight sync.WaitGroup // requests being served, hanging ones included
 	ln       net.Listener
 	srv      *http.Server
 	mux      *http.ServeMux
@@ -140,7 +140,9 @@ func (s *service) close() error {
 	close(s.closing)
 	s.mu.Unlock()
 	err := s.srv.Close()
-	s.held.Wait()
+	// Wait for the requests in flight, so that no effect is recorded
+	// after Close returns (the observer reads the history next).
+	s.inflight.Wait()
 	if serr := <-s.serveErr; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
@@ -186,6 +188,15 @@ func (s *service) takeInjected(f string) string {
 // parse validates the body.
 func (s *service) handle(pattern, f string, parse func(body []byte) (request, error)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			writeJSON(w, http.StatusServiceUnavailable, errBody{Code: "unavailable", Error: "the " + s.name + " is shutting down"})
+			return
+		}
+		s.inflight.Add(1)
+		s.mu.Unlock()
+		defer s.inflight.Done()
 		s.serve(w, r, f, parse)
 	})
 }
@@ -279,15 +290,6 @@ func (s *service) hang(w http.ResponseWriter) {
 		s.log.Warn("hijack for hang", "err", err)
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		conn.Close()
-		return
-	}
-	s.held.Add(1)
-	s.mu.Unlock()
-	defer s.held.Done()
 	gone := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, conn) // returns when the caller hangs up or we close conn
