@@ -96,6 +96,11 @@ func readKafka(ctx context.Context, t Target) ([]*kgo.Record, error) {
 			continue
 		}
 		for p, lo := range parts {
+			if lo.Err != nil && p < 0 {
+				// kadm's marker for a topic the broker does not have.
+				problems = append(problems, fmt.Sprintf("topic %s: %v", tp, lo.Err))
+				continue
+			}
 			if lo.Err != nil {
 				problems = append(problems, fmt.Sprintf("topic %s partition %d: %v", tp, p, lo.Err))
 				continue
