@@ -255,4 +255,41 @@ func TestBrowserLargeRun(t *testing.T) {
 	if !strings.Contains(dom, "page 1 of") {
 		t.Error("order index is not paged")
 	}
+	shot := filepath.Join(artifactDir(t), "report-large.png")
+	_, console = runChromium(t, fileURL(report, ""), "--screenshot="+shot, "--hide-scrollbars")
+	if len(console) > 0 {
+		t.Errorf("console not clean during screenshot:\n%s", strings.Join(console, "\n"))
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// TestBrowserEdgeReports opens reports with nothing to draw — a valid run,
+// and a run that failed before it had a history — and checks the script
+// still finishes without console errors.
+func TestBrowserEdgeReports(t *testing.T) {
+	b := newHist()
+	b.saga("client-1", "o-1", 100, 0, "")
+	valid := models.Verdict{Status: models.Valid, Ops: len(b.h.Ops), Run: models.RunInfo{Target: "reference", Scenario: "calm"},
+		Results: []models.CheckResult{{Checker: "pivot", Status: models.Valid}}}
+	tests := []struct {
+		name string
+		h    *models.History
+		v    models.Verdict
+		want string
+	}{
+		{"valid", b.h, valid, `id="verdict">VALID</span>`},
+		{"error without history", nil, models.Verdict{Error: "env up: initdb: exit status 1"}, "run error: env up"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			report := writeRunDir(t, tt.h, tt.v, nil)
+			dom, console := runChromium(t, fileURL(report, ""), "--dump-dom")
+			if len(console) > 0 {
+				t.Errorf("console not clean:\n%s", strings.Join(console, "\n"))
+			}
+			if !strings.Contains(dom, `data-report-ready="1"`) || !strings.Contains(dom, tt.want) {
+				t.Errorf("script did not finish or page lacks %q", tt.want)
+			}
+		})
+	}
 }

@@ -100,13 +100,16 @@ type reportModel struct {
 	Groups     []violationGroup
 	NViol      int
 	Culprits   []culprit
-	Logs       []logLink
-	LogsErr    string
-	Overall    overallTimeline
-	Capped     int
-	CSS        template.CSS
-	JS         template.JS
-	Data       template.JS
+	// CulpritsMore counts failing orders beyond the header's chips (all are
+	// in the violation list and the order index).
+	CulpritsMore int
+	Logs         []logLink
+	LogsErr      string
+	Overall      overallTimeline
+	Capped       int
+	CSS          template.CSS
+	JS           template.JS
+	Data         template.JS
 }
 
 type checkerRow struct {
@@ -137,6 +140,10 @@ type opView struct {
 	T                           string
 	Proc, Type, F, Order, Value string
 }
+
+// maxCulprits bounds the failing-order chips in the header: the header must
+// stay one glance; the page says how many more there are.
+const maxCulprits = 24
 
 type culprit struct {
 	Order string
@@ -238,6 +245,10 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 		}
 	}
 	m.NViol = n
+	if len(orderSeen) > maxCulprits {
+		m.CulpritsMore = len(orderSeen) - maxCulprits
+		orderSeen = orderSeen[:maxCulprits]
+	}
 	for _, o := range orderSeen {
 		sigs := make([]string, 0, len(orderSigs[o]))
 		for s := range orderSigs[o] {
@@ -417,7 +428,9 @@ func addOrderOp(d *reportData, orderPos map[string]int, op models.Op, opts HTMLO
 }
 
 func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.JS, int, error) {
-	d := reportData{Viol: map[string][][]int64{}, ViolSig: map[string][]string{}}
+	// Empty, never null: the script iterates every list.
+	d := reportData{Viol: map[string][][]int64{}, ViolSig: map[string][]string{},
+		Procs: []string{}, Types: []string{}, Fs: []string{}, Orders: []orderData{}}
 	intern := func(tab *[]string, idx map[string]int, s string) int {
 		if k, ok := idx[s]; ok {
 			return k

@@ -353,3 +353,15 @@ func TestOrderDataIncludesItsInvoke(t *testing.T) {
 	}
 	t.Fatal("no o-17 in the embedded data")
 }
+
+func TestHeaderSaysHowManyFailingOrdersItLeftOut(t *testing.T) {
+	h, v := largeRun(30_000) // 2 double refunds per 2000 orders → a few
+	for k := range 40 {
+		v.Results[0].Violations = append(v.Results[0].Violations, models.Violation{Checker: "no-double-effect", Kind: "double-charge", Order: "o-" + strconv.Itoa(k), Message: "x", Ops: []int64{}})
+	}
+	page := renderHTML(t, h, v, HTMLOptions{})
+	want := len(v.Results[0].Violations) - maxCulprits
+	if !strings.Contains(page, "… and "+strconv.Itoa(want)+" more failing orders") {
+		t.Errorf("header does not say that %d failing orders were left out of it", want)
+	}
+}

@@ -56,15 +56,23 @@
   }
 
   // ---- lanes
+  var srcCache = new Map();
+  function eventSource(o) {
+    if (srcCache.has(oI(o))) return srcCache.get(oI(o));
+    var src = "";
+    try { var v = JSON.parse(oV(o)); if (v && typeof v.source === "string") src = v.source; } catch (e) { /* not JSON: no source */ }
+    srcCache.set(oI(o), src);
+    return src;
+  }
   function laneOf(o) {
     var t = oY(o), p = oP(o);
-    if (t === "event") return "broker (events)";
+    if (t === "event") { var src = eventSource(o); return src ? "broker ← " + src : "broker (events)"; }
     if (t === "state") return "observer (final state)";
     return p;
   }
   function laneRank(name) {
     if (name.indexOf("client-") === 0) return 0;
-    if (name === "broker (events)") return 2;
+    if (name.indexOf("broker") === 0) return 2;
     if (name.indexOf("world/") === 0) return 3;
     if (name.indexOf("observer") === 0) return 4;
     if (name.indexOf("nemesis") === 0) return 5;
@@ -72,12 +80,23 @@
   }
 
   // ---- per-order timeline
+  // pickMode: a time axis unless one quiet gap takes most of it (e.g. broker
+  // events read by the observer after quiescence), which would squash every
+  // other op into a corner; then op sequence, which the bar says.
+  function pickMode(ops) {
+    if (ops.length < 3) return "time";
+    var span = oT(ops[ops.length - 1]) - oT(ops[0]), gap = 0;
+    for (var k = 1; k < ops.length; k++) gap = Math.max(gap, oT(ops[k]) - oT(ops[k - 1]));
+    return span > 0 && gap > 0.6 * span ? "seq" : "time";
+  }
   function drawTimeline(box, orderId, hl, mode) {
     var od = orderId ? byId.get(orderId) : null;
     var ops = od ? od.ops.slice() : [];
     var have = new Set(ops.map(oI));
     hl.forEach(function (i) { if (!have.has(i) && looseByI.has(i)) { ops.push(looseByI.get(i)); have.add(i); } });
     ops.sort(function (a, b) { return oT(a) - oT(b) || oI(a) - oI(b); });
+    var auto = !mode;
+    if (auto) mode = pickMode(ops);
     box.textContent = "";
     if (!ops.length) { box.appendChild(el("p", { "class": "dim" }, ["no ops recorded for this order"])); return; }
     var t0 = oT(ops[0]), t1 = oT(ops[ops.length - 1]);
@@ -164,7 +183,7 @@
       svg.appendChild(sv("text", { "class": "tick", x: xx - (k === 4 ? 50 : 0), y: H - 8 }, ms(tt) + " ms"));
     }
     var bar = el("div", { "class": "tlbar" }, [
-      (mode === "seq" ? "x axis: op sequence (equal spacing) " : "x axis: time "),
+      (mode === "seq" ? "x axis: op sequence (equal spacing" + (auto ? "; chosen because one quiet gap covers most of the time span" : "") + ") " : "x axis: time "),
     ]);
     var sw = el("button", { type: "button" }, [mode === "seq" ? "show time axis" : "show op sequence"]);
     sw.addEventListener("click", function () { drawTimeline(box, orderId, hl, mode === "seq" ? "time" : "seq"); });
@@ -193,7 +212,7 @@
     var draw = function () {
       if (box.getAttribute("data-drawn")) return;
       box.setAttribute("data-drawn", "1");
-      drawTimeline(box, d.getAttribute("data-order"), parseOps(d.getAttribute("data-ops")), "time");
+      drawTimeline(box, d.getAttribute("data-order"), parseOps(d.getAttribute("data-ops")), "");
     };
     if (d.open) draw();
     d.addEventListener("toggle", function () { if (d.open) draw(); });
@@ -254,7 +273,7 @@
       d.appendChild(body);
       var hl = hlFor(od.id);
       if (od.missing) { tl.appendChild(el("p", { "class": "warn" }, ["a violation names this order but the history has no op for it"])); return; }
-      drawTimeline(tl, od.id, hl, "time");
+      drawTimeline(tl, od.id, hl, "");
       body.appendChild(opsTable(od, hl));
     });
     return d;
