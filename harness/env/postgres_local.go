@@ -216,8 +216,15 @@ func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential) (s
 		"-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = scratch
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("postgres: initdb: %w: %s", err, lastLines(out, 5))
+	var initOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &initOut, &initOut
+	var serr error
+	onForkThread(func() { serr = cmd.Start() })
+	if serr == nil {
+		serr = cmd.Wait()
+	}
+	if serr != nil {
+		return "", fmt.Errorf("postgres: initdb: %w: %s", serr, lastLines(initOut.Bytes(), 5))
 	}
 	if err := os.Rename(data, dir); err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, "PG_VERSION")); serr == nil {
@@ -266,8 +273,10 @@ func (p *localPG) startOnce(ctx context.Context) error {
 	// Own process group (a Ctrl-C to the harness is ours to handle), run as
 	// the postgres user, and SIGKILLed by the kernel if the harness dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.cred, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("postgres: start: %w", err)
+	var serr error
+	onForkThread(func() { serr = cmd.Start() })
+	if serr != nil {
+		return fmt.Errorf("postgres: start: %w", serr)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
