@@ -5,7 +5,7 @@ SEEDS    ?= 1-3
 SCENARIO ?= everything
 SEED     ?= 1
 
-.PHONY: run test test-short bench lint selftest scenarios soak fuzz clean
+.PHONY: run test test-short bench lint selftest scenarios soak fuzz rss clean
 
 ## run: one chaos run of the reference target on the embedded defaults
 run:
@@ -45,3 +45,9 @@ fuzz:
 
 clean:
 	rm -rf runs
+
+## rss: peak memory (RSS) of the harness on a 10,000-order run (target < 500 MB)
+rss:
+	$(GO) build -o /tmp/sagachaos-rss ./cmd/sagachaos
+	/usr/bin/time -v /tmp/sagachaos-rss run --target reference --scenario scenarios/testdata/soak-10k.json --seed 1 --out runs/rss 2> runs-rss.time || true
+	@grep -E "Maximum resident set size|Elapsed \(wall" runs-rss.time
