@@ -153,7 +153,7 @@ func TestBrowserFailingReport(t *testing.T) {
 	if !strings.Contains(dom, `<details class="orow bad" id="order-o-17"`) {
 		t.Error("order index does not list o-17 as a failing order")
 	}
-	if !strings.Contains(dom, `<a href="relay-1.log">relay-1.log</a>`) {
+	if !strings.Contains(dom, `<a href="./relay-1.log">relay-1.log</a>`) {
 		t.Error("no link to relay-1.log")
 	}
 

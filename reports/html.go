@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -153,6 +154,7 @@ type culprit struct {
 
 type logLink struct {
 	Name string
+	Href template.URL
 	Size string
 }
 
@@ -272,7 +274,10 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 			if fi, err := e.Info(); err == nil {
 				size = humanBytes(fi.Size())
 			}
-			m.Logs = append(m.Logs, logLink{Name: Redact(e.Name()), Size: size})
+			// "./" + path-escaped name: a relative link that works for any
+			// file name (#, ?, spaces) and can never read as a scheme. Redacted
+			// too: a broken link beats a leaked secret.
+			m.Logs = append(m.Logs, logLink{Name: Redact(e.Name()), Href: template.URL("./" + url.PathEscape(Redact(e.Name()))), Size: size})
 		}
 	}
 

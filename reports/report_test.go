@@ -38,7 +38,7 @@ func TestWriteHTMLContent(t *testing.T) {
 		`<span class="badge b-invalid" id="verdict">INVALID</span>`,
 		`<code id="repro">sagachaos run --target reference --mutant non-idempotent-compensation --scenario redelivery --seed 42</code>`,
 		`no-double-effect`, `double-refund`, `order o-17 was refunded 2 times`,
-		`<a href="relay-1.log">relay-1.log</a>`, `<a href="orders.log">orders.log</a>`,
+		`<a href="./relay-1.log">relay-1.log</a>`, `<a href="./orders.log">orders.log</a>`,
 		`lacking: no outbox snapshot in the history`,
 		`<svg id="overall-svg"`, `class="fault"`, // the link-down window on the whole-run chart
 		`data-order="o-17"`,

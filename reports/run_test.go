@@ -32,7 +32,7 @@ func TestRenderRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(page), `href="relay-1.log"`) || !strings.Contains(string(page), "o-17") {
+	if !strings.Contains(string(page), `href="./relay-1.log"`) || !strings.Contains(string(page), "o-17") {
 		t.Error("rendered report lacks the log link or the failing order")
 	}
 	if _, err := os.Stat(filepath.Join(dir, JUnitFile)); err != nil {
