@@ -153,3 +153,51 @@ func TestExternalProviders(t *testing.T) {
 		t.Errorf("database %s still exists after Close", wantDB)
 	}
 }
+
+// TestUpFailureTearsDown fails Up after PostgreSQL and kfake are running (a
+// duplicate database) and finds both gone: no data dir, fds released.
+func TestUpFailureTearsDown(t *testing.T) {
+	beforeDirs, beforeFDs := len(ownDataDirs()), openFDs()
+	e, err := Up(context.Background(), Config{Databases: []string{"orders", "template1"}})
+	if err == nil {
+		e.Close()
+		t.Fatal("Up creating database template1 succeeded")
+	}
+	if errors.Is(err, ErrUnavailable) {
+		t.Errorf("a failed CREATE DATABASE is not an unavailable environment: %v", err)
+	}
+	t.Logf("error: %v", err)
+	if n := len(ownDataDirs()); n != beforeDirs {
+		t.Errorf("data dirs: %d before, %d after", beforeDirs, n)
+	}
+	eventually(t, "fds released", func() error {
+		if n := openFDs(); n > beforeFDs {
+			return fmt.Errorf("%d open fds, %d before", n, beforeFDs)
+		}
+		return nil
+	})
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	e, err := Up(context.Background(), Config{Databases: []string{"orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if _, err := e.ProxiedDSN("orders", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.KafkaBrokersFor("relay-1"); err != nil {
+		t.Fatal(err)
+	}
+	e.Describe(&sb)
+	t.Logf("Describe:\n%s", sb.String())
+	for i := 0; i < 3; i++ {
+		if err := e.Close(); err != nil {
+			t.Fatalf("Close #%d: %v", i+1, err)
+		}
+	}
+	if _, err := e.NewLink("x→y", "127.0.0.1:1"); err == nil {
+		t.Error("NewLink after Close succeeded")
+	}
+}

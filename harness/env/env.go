@@ -85,6 +85,8 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 			}
 		}
 	}
+	// Several processes of a manifest may name one database: create it once.
+	cfg.Databases = slices.Compact(slices.Sorted(slices.Values(cfg.Databases)))
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -237,6 +239,11 @@ func (e *Env) Describe(w io.Writer) {
 	}
 	kind := e.cfg.Kafka
 	fmt.Fprintf(w, "kafka      %s %s\n", kind, strings.Join(e.DirectBrokers(), ","))
+	if e.kf != nil {
+		fmt.Fprintf(w, "  links    per component: a client bootstrapped through C→kafka is told the broker is at that link\n")
+	} else {
+		fmt.Fprintf(w, "  links    none: external brokers advertise their own addresses, Kafka traffic is not proxied\n")
+	}
 	for _, t := range e.cfg.Topics {
 		fmt.Fprintf(w, "  topic %-12s %s (%d partitions)\n", t.Name, e.TopicName(t.Name), max(t.Partitions, 1))
 	}
