@@ -39,12 +39,11 @@ func observeKafka(ctx context.Context, rec *models.Recorder, t Target) {
 	for i, tp := range t.Topics {
 		order[tp] = i
 	}
-	slices.SortFunc(recs, func(a, b *kgo.Record) int {
+	slices.SortFunc(recs, func(a, b event) int {
 		return cmp.Or(cmp.Compare(order[a.Topic], order[b.Topic]), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 	})
-	for _, r := range recs {
-		typ, ev := eventRecord(r)
-		rec.Record(models.ProcObserver, models.Event, typ, ev.aggregate, ev.EventRecord)
+	for _, ev := range recs {
+		rec.Record(models.ProcObserver, models.Event, ev.typ, ev.aggregate, ev.EventRecord)
 	}
 	snap.Records = len(recs)
 	snap.Complete = err == nil
@@ -56,8 +55,9 @@ func observeKafka(ctx context.Context, rec *models.Recorder, t Target) {
 }
 
 // readKafka consumes every partition of t.Topics from 0 to its end offset.
-// It returns what it read and, if it could not read everything, why.
-func readKafka(ctx context.Context, t Target) ([]*kgo.Record, error) {
+// It returns what it read, parsed (so that no fetch buffer stays alive), and,
+// if it could not read everything, why.
+func readKafka(ctx context.Context, t Target) ([]event, error) {
 	if len(t.Topics) == 0 {
 		return nil, nil
 	}
@@ -133,6 +133,7 @@ func readKafka(ctx context.Context, t Target) ([]*kgo.Record, error) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(16<<20),
 		kgo.MetadataMinAge(100*time.Millisecond),
 	)
 	if err != nil {
@@ -140,7 +141,7 @@ func readKafka(ctx context.Context, t Target) ([]*kgo.Record, error) {
 	}
 	defer cl.Close()
 
-	var out []*kgo.Record
+	var out []event
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -161,7 +162,7 @@ func readKafka(ctx context.Context, t Target) ([]*kgo.Record, error) {
 				return // past the end taken at the start: not part of the snapshot
 			}
 			if !r.Attrs.IsControl() {
-				out = append(out, r)
+				out = append(out, eventRecord(r))
 			}
 			if r.Offset+1 >= end {
 				delete(want, k)
@@ -186,17 +187,17 @@ func joinProblems(ps []string) error {
 	return fmt.Errorf("read kafka: %s", strings.Join(ps, "; "))
 }
 
-// event is an EventRecord plus the aggregate id header, which goes on the
-// op rather than in the value.
+// event is an EventRecord plus the type and aggregate id headers, which go
+// on the op rather than in the value.
 type event struct {
 	models.EventRecord
-	aggregate string
+	typ, aggregate string
 }
 
 // eventRecord reads the envelope headers of r. A missing, repeated or
 // unreadable header is named in Malformed; the op type is the type header
 // (empty when missing) and the op's order the aggregate_id header.
-func eventRecord(r *kgo.Record) (string, event) {
+func eventRecord(r *kgo.Record) event {
 	ev := event{EventRecord: models.EventRecord{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key),
 	}}
@@ -218,7 +219,7 @@ func eventRecord(r *kgo.Record) (string, event) {
 		}
 		return v
 	}
-	typ := get(models.HeaderType)
+	ev.typ = get(models.HeaderType)
 	ev.aggregate = get(models.HeaderAggregateID)
 	ev.EventID = get(models.HeaderEventID)
 	if s := get(models.HeaderSeq); s != "" {
@@ -232,9 +233,9 @@ func eventRecord(r *kgo.Record) (string, event) {
 	ev.Source = get(models.HeaderSource)
 	ev.Malformed = strings.Join(problems, "; ")
 	if len(r.Value) > 0 && len(r.Value) < maxPayload && json.Valid(r.Value) {
-		ev.Payload = json.RawMessage(r.Value)
+		ev.Payload = json.RawMessage(slices.Clone(r.Value))
 	}
-	return typ, ev
+	return ev
 }
 
 func isEnvelope(h string) bool {

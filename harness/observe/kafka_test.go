@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,4 +198,41 @@ func TestNoTopicsIsAnEmptyCompleteSnapshot(t *testing.T) {
 	if len(ops) != 1 || string(b) != `{"topics":[],"records":0,"complete":true}` {
 		t.Fatalf("ops %v", ops)
 	}
+}
+
+// BenchmarkObserveKafka reads a 100,000-record log (about what a
+// 10,000-order run leaves) into a history written to io.Discard.
+func BenchmarkObserveKafka(b *testing.B) {
+	const n = 100_000
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerLinger(time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		r := envelope("events", 0, fmt.Sprintf("o-%d", i/10), "StockReserved", fmt.Sprintf("e-%d", i), fmt.Sprint(i%10+1), `{"sku":"sku-1","qty":2}`)
+		cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	cl.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		rec, _ := models.NewRecorder(io.Discard, models.Header{})
+		observeKafka(context.Background(), rec, Target{Brokers: c.ListenAddrs(), Topics: []string{"events"}})
+		if got := rec.Len(); got != n+1 {
+			b.Fatalf("%d ops, want %d", got, n+1)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }

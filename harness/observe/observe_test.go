@@ -102,11 +102,13 @@ var errField = regexp.MustCompile(`"error":"(?:[^"\\]|\\.)*"`)
 func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 	e := postgres(t)
 	exec(t, e.DirectDSN("orders"),
+		`DROP TABLE IF EXISTS outbox`,
 		`CREATE TABLE outbox (id bigserial PRIMARY KEY, event_id text, aggregate_id text, seq bigint, type text, topic text, published bool)`,
 		`INSERT INTO outbox (event_id, aggregate_id, seq, type, topic, published) VALUES
 		   ('e-1', 'o-1', 1, 'OrderCreated', 'orders.events', true),
 		   ('e-2', 'o-1', 2, 'OrderCancelled', 'orders.events', false)`)
 	exec(t, e.DirectDSN("inventory"),
+		`DROP TABLE IF EXISTS stock, processed`,
 		`CREATE TABLE stock (sku text, available bigint, reserved int)`, // int: a target's own column types are accepted
 		`INSERT INTO stock VALUES ('sku-2', 0, 0), ('sku-1', 8, 2)`,
 		`CREATE TABLE processed (consumer text, event_id text, aggregate_id text, source text, type text, seq bigint, position bigserial)`,

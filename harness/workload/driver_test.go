@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -348,4 +349,21 @@ func TestTargetDown(t *testing.T) {
 	if got := render(t, rec.Ops()); !slices.Equal(got, want) {
 		t.Fatalf("ops %q, want %q", got, want)
 	}
+}
+
+// BenchmarkRun measures the driver's own cost per order against an
+// in-process peer: b.N orders over 8 clients.
+func BenchmarkRun(b *testing.B) {
+	_, hs := newFakeOrders(b, nil)
+	rec, _ := models.NewRecorder(io.Discard, models.Header{})
+	w := scenarios.Workload{Clients: 8}
+	for i := range b.N {
+		w.Orders = append(w.Orders, plan(fmt.Sprintf("k%d", i), i%8))
+	}
+	d := New(rec, hs.URL)
+	b.ResetTimer()
+	if err := d.Run(context.Background(), w); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "orders/s")
 }
