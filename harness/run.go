@@ -97,6 +97,12 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		o.RunDir = filepath.Join(out, RunDirName(sc, start))
 	}
+	// Components run with the run directory as their working directory and
+	// get paths into it through env: only an absolute path means the same
+	// thing to both.
+	if abs, err := filepath.Abs(o.RunDir); err == nil {
+		o.RunDir = abs
+	}
 	res.RunDir = o.RunDir
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return res, fmt.Errorf("create run dir: %w", err)
