@@ -168,6 +168,7 @@ func (d *Driver) Run(ctx context.Context, w scenarios.Workload) error {
 		}()
 	}
 	wg.Wait()
+	d.log.Info("workload done", "orders", len(w.Orders), "invoked", d.Invoked(), "interrupted", ctx.Err() != nil)
 	return ctx.Err()
 }
 
@@ -236,6 +237,7 @@ func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.OrderPlan
 		d.countInvoke()
 	}
 	info := func(status int, code, msg string) models.OpType {
+		d.log.Debug("place-order outcome unknown", "proc", proc, "key", o.Key, "attempt", attempt, "status", status, "err", msg)
 		d.rec.Record(proc, models.Info, models.FPlaceOrder, "", models.ClientFailure{Key: o.Key, Status: status, Code: code, Error: msg})
 		return models.Info
 	}
