@@ -125,7 +125,10 @@ func TestBrowserFailingReport(t *testing.T) {
 	h, v := failingRun()
 	report := writeRunDir(t, h, v, map[string]string{"relay-1.log": "relay started\n", "orders.log": "listening\n"})
 
-	dom, console := runChromium(t, fileURL(report, ""), "--dump-dom")
+	// One browser run both dumps the DOM and keeps a screenshot artifact.
+	shot := filepath.Join(artifactDir(t), "report.png")
+	os.Remove(shot)
+	dom, console := runChromium(t, fileURL(report, ""), "--dump-dom", "--screenshot="+shot, "--hide-scrollbars")
 	if len(console) > 0 {
 		t.Errorf("browser console is not clean:\n%s", strings.Join(console, "\n"))
 	}
@@ -158,7 +161,8 @@ func TestBrowserFailingReport(t *testing.T) {
 	}
 
 	// Opening the order by its fragment draws its timeline and op table.
-	dom, console = runChromium(t, fileURL(report, "order-o-17"), "--dump-dom")
+	shot2 := filepath.Join(artifactDir(t), "report-order.png")
+	dom, console = runChromium(t, fileURL(report, "order-o-17"), "--dump-dom", "--screenshot="+shot2, "--hide-scrollbars")
 	if len(console) > 0 {
 		t.Errorf("console not clean with #order-o-17:\n%s", strings.Join(console, "\n"))
 	}
@@ -166,23 +170,11 @@ func TestBrowserFailingReport(t *testing.T) {
 		t.Error("#order-o-17 did not open the order with its two highlighted refunds")
 	}
 
-	shot := filepath.Join(artifactDir(t), "report.png")
-	os.Remove(shot)
-	_, console = runChromium(t, fileURL(report, ""), "--screenshot="+shot, "--hide-scrollbars")
-	if len(console) > 0 {
-		t.Errorf("console not clean during screenshot:\n%s", strings.Join(console, "\n"))
-	}
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
 		t.Fatalf("no usable screenshot at %s: %v", shot, err)
 	}
 	t.Logf("screenshot: %s", shot)
 
-	// The order view, opened from its fragment, for the artifact too.
-	shot2 := filepath.Join(artifactDir(t), "report-order.png")
-	_, console = runChromium(t, fileURL(report, "order-o-17"), "--screenshot="+shot2, "--hide-scrollbars")
-	if len(console) > 0 {
-		t.Errorf("console not clean during order screenshot:\n%s", strings.Join(console, "\n"))
-	}
 	t.Logf("screenshot: %s", shot2)
 }
 
@@ -245,7 +237,8 @@ var pwnedRE = regexp.MustCompile(`<html[^>]*\bdata-pwned=`)
 func TestBrowserLargeRun(t *testing.T) {
 	h, v := largeRun(100_000)
 	report := writeRunDir(t, h, v, nil)
-	dom, console := runChromium(t, fileURL(report, ""), "--dump-dom")
+	shot := filepath.Join(artifactDir(t), "report-large.png")
+	dom, console := runChromium(t, fileURL(report, ""), "--dump-dom", "--screenshot="+shot, "--hide-scrollbars")
 	if len(console) > 0 {
 		t.Errorf("console not clean on a 100k-op report:\n%s", strings.Join(console, "\n"))
 	}
@@ -254,11 +247,6 @@ func TestBrowserLargeRun(t *testing.T) {
 	}
 	if !strings.Contains(dom, "page 1 of") {
 		t.Error("order index is not paged")
-	}
-	shot := filepath.Join(artifactDir(t), "report-large.png")
-	_, console = runChromium(t, fileURL(report, ""), "--screenshot="+shot, "--hide-scrollbars")
-	if len(console) > 0 {
-		t.Errorf("console not clean during screenshot:\n%s", strings.Join(console, "\n"))
 	}
 	t.Logf("screenshot: %s", shot)
 }

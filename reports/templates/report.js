@@ -295,7 +295,10 @@
   }
   function applyFilter() {
     var q = filt.value.trim().toLowerCase();
-    shown = !q ? ordered : ordered.filter(function (od) { return od.id.toLowerCase().indexOf(q) >= 0 || (od.status || "").toLowerCase().indexOf(q) >= 0; });
+    shown = !q ? ordered : ordered.filter(function (od) {
+      return od.id.toLowerCase().indexOf(q) >= 0 || (od.status || "").toLowerCase().indexOf(q) >= 0 ||
+        (D.violsig[od.id] || []).join(" ").toLowerCase().indexOf(q) >= 0;
+    });
     page = 0;
     render();
   }
