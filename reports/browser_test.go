@@ -235,6 +235,9 @@ func TestBrowserNothingExecutes(t *testing.T) {
 var pwnedRE = regexp.MustCompile(`<html[^>]*\bdata-pwned=`)
 
 func TestBrowserLargeRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the 100k-op browser check runs without -short; BenchmarkWriteHTML100k measures its render time and size")
+	}
 	h, v := largeRun(100_000)
 	report := writeRunDir(t, h, v, nil)
 	shot := filepath.Join(artifactDir(t), "report-large.png")

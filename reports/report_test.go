@@ -365,3 +365,18 @@ func TestHeaderSaysHowManyFailingOrdersItLeftOut(t *testing.T) {
 		t.Errorf("header does not say that %d failing orders were left out of it", want)
 	}
 }
+
+func TestWriteJSONDoesNotChangeTheVerdict(t *testing.T) {
+	v := models.Verdict{Status: models.Invalid, Results: []models.CheckResult{{Checker: "a", Status: models.Invalid,
+		Violations: []models.Violation{{Checker: "a", Kind: "k", Message: "m"}}}}}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Results[0].Violations[0].Ops != nil || v.Version != 0 {
+		t.Error("WriteJSON changed the caller's verdict")
+	}
+	if !strings.Contains(buf.String(), `"ops": []`) {
+		t.Errorf("nil ops not written as []:\n%s", buf.String())
+	}
+}

@@ -22,13 +22,22 @@ func WriteJSON(w io.Writer, v models.Verdict) error {
 	if v.Results == nil {
 		v.Results = []models.CheckResult{}
 	}
-	for i := range v.Results {
-		for j := range v.Results[i].Violations {
-			if v.Results[i].Violations[j].Ops == nil {
-				v.Results[i].Violations[j].Ops = []int64{}
+	// Normalise on copies: the caller's verdict is never changed.
+	results := make([]models.CheckResult, len(v.Results))
+	for i, r := range v.Results {
+		if r.Violations != nil {
+			vs := make([]models.Violation, len(r.Violations))
+			for j, vi := range r.Violations {
+				if vi.Ops == nil {
+					vi.Ops = []int64{}
+				}
+				vs[j] = vi
 			}
+			r.Violations = vs
 		}
+		results[i] = r
 	}
+	v.Results = results
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
