@@ -380,3 +380,18 @@ func TestWriteJSONDoesNotChangeTheVerdict(t *testing.T) {
 		t.Errorf("nil ops not written as []:\n%s", buf.String())
 	}
 }
+
+func TestWriteTerminalNeutralisesControlCharacters(t *testing.T) {
+	v := models.Verdict{Status: models.Invalid, Run: models.RunInfo{Target: "t\x1b]0;owned\x07", Scenario: "s"},
+		Results: []models.CheckResult{{Checker: "a", Status: models.Invalid, Violations: []models.Violation{{Kind: "k", Order: "o-\x1b[2J", Message: "m\x1b[31m"}}}}}
+	var buf bytes.Buffer
+	if err := WriteTerminal(&buf, v, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(buf.String(), 0x1b) || strings.ContainsRune(buf.String(), 0x07) {
+		t.Errorf("terminal output carries raw control characters: %q", buf.String())
+	}
+	if !strings.Contains(buf.String(), `o-\x1b[2J`) {
+		t.Errorf("control characters should stay visible as escapes: %q", buf.String())
+	}
+}

@@ -35,9 +35,9 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 	if v.Error != "" {
 		status = "ERROR"
 	}
-	fmt.Fprintf(&b, "sagachaos: %s  %s  ops=%d\n", paint(ansiBold+statusColor(v.Status, v.Error != ""), status), Redact(runLabel(v.Run)), v.Ops)
+	fmt.Fprintf(&b, "sagachaos: %s  %s  ops=%d\n", paint(ansiBold+statusColor(v.Status, v.Error != ""), status), clean(runLabel(v.Run)), v.Ops)
 	if v.Error != "" {
-		fmt.Fprintf(&b, "  error: %s\n", Redact(v.Error))
+		fmt.Fprintf(&b, "  error: %s\n", clean(v.Error))
 	}
 	if v.Interrupted {
 		fmt.Fprintf(&b, "  %s\n", paint(ansiYellow, "interrupted: the run was stopped before it finished"))
@@ -51,7 +51,7 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 		if mark == "" {
 			mark = "??"
 		}
-		line := paint(statusColor(r.Status, false), fmt.Sprintf("  %-4s %-*s  %s", mark, width, Redact(r.Checker), r.Status))
+		line := paint(statusColor(r.Status, false), fmt.Sprintf("  %-4s %-*s  %s", mark, width, clean(r.Checker), r.Status))
 		detail := ""
 		switch r.Status {
 		case models.Invalid:
@@ -62,15 +62,15 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 				if f.Order != "" {
 					d = "order " + f.Order + " " + d
 				}
-				detail += " — " + Redact(oneLine(d, 140))
+				detail += " — " + clean(oneLine(d, 140))
 			}
 		case models.Unknown:
 			if r.Unknown != "" {
-				detail = paint(ansiDim, Redact(oneLine(r.Unknown, 140)))
+				detail = paint(ansiDim, clean(oneLine(r.Unknown, 140)))
 			}
 		case models.Valid:
 			if len(r.Stats) > 0 {
-				detail = paint(ansiDim, Redact(statsLine(r.Stats)))
+				detail = paint(ansiDim, clean(statsLine(r.Stats)))
 			}
 		}
 		if detail != "" {
@@ -82,7 +82,7 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 		fmt.Fprintf(&b, "report: %s\n", reportPath)
 	}
 	if v.Run.Repro != "" && (v.Status != models.Valid || v.Error != "") {
-		fmt.Fprintf(&b, "repro:  %s\n", paint(ansiBold, Redact(v.Run.Repro)))
+		fmt.Fprintf(&b, "repro:  %s\n", paint(ansiBold, clean(v.Run.Repro)))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write terminal summary: %w", err)
@@ -134,4 +134,23 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// clean redacts s and makes control characters visible (\x1b → "\x1b"),
+// so that target data in a violation message cannot drive the terminal
+// (colour, cursor moves, title changes) or break the one-line layout.
+func clean(s string) string {
+	s = Redact(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(' ')
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
