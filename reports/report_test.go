@@ -395,3 +395,16 @@ func TestWriteTerminalNeutralisesControlCharacters(t *testing.T) {
 		t.Errorf("control characters should stay visible as escapes: %q", buf.String())
 	}
 }
+
+func TestWriteIndexEscapes(t *testing.T) {
+	evil := `"><script>alert(1)</script>`
+	runs := []RunSummary{{Dir: "runs/" + evil, Verdict: models.Verdict{Status: models.Invalid, Run: models.RunInfo{Target: evil, Scenario: evil, Repro: "x --dsn postgres://u:pw@h/db"},
+		Results: []models.CheckResult{{Checker: evil, Status: models.Invalid, Violations: []models.Violation{{Checker: evil, Kind: evil, Order: evil, Message: evil}}}}}}}
+	var buf bytes.Buffer
+	if err := WriteIndex(&buf, runs); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "<script>alert") {
+		t.Error("index does not escape run data")
+	}
+}
