@@ -171,7 +171,11 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 				break
 			}
 		} else {
-			lastErr = err
+			// A poll cut short by our own deadline says nothing about the
+			// API: keep the cause of the polls before it.
+			if dctx.Err() == nil || lastErr == nil {
+				lastErr = err
+			}
 			t.logger().Debug("quiesce poll failed", "err", err)
 		}
 		timer := time.NewTimer(poll)

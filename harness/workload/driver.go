@@ -96,7 +96,11 @@ func New(rec *models.Recorder, baseURL string, opts ...Option) *Driver {
 		o(d)
 	}
 	if d.client == nil {
-		d.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// One kept connection per client goroutine: the default of 2 makes
+		// a busy run open (and leave in TIME_WAIT) a socket per request.
+		tr.MaxIdleConnsPerHost = 256
+		d.client = &http.Client{Transport: tr}
 	}
 	return d
 }

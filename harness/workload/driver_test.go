@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -360,7 +361,7 @@ func BenchmarkRun(b *testing.B) {
 	for i := range b.N {
 		w.Orders = append(w.Orders, plan(fmt.Sprintf("k%d", i), i%8))
 	}
-	d := New(rec, hs.URL)
+	d := New(rec, hs.URL, WithLogger(slog.New(slog.DiscardHandler)))
 	b.ResetTimer()
 	if err := d.Run(context.Background(), w); err != nil {
 		b.Fatal(err)
