@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -235,4 +236,46 @@ func BenchmarkObserveKafka(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// What the observer cannot see it must say: a log whose head was deleted,
+// and a partition it cannot read to the end (an open transaction holds
+// read_committed readers back) within its time bound.
+func TestKafkaGapsAreNamed(t *testing.T) {
+	c := newCluster(t, 1, "trimmed", "stuck")
+	brokers := c.ListenAddrs()
+	cl := producer(t, brokers)
+	for i := range 3 {
+		produce(t, cl, envelope("trimmed", 0, "o-1", "OrderCreated", fmt.Sprintf("e-%d", i), fmt.Sprint(i+1), `{}`))
+	}
+	produce(t, cl, envelope("stuck", 0, "o-2", "OrderCreated", "e-s", "1", `{}`))
+	var dr kadm.Offsets
+	dr.Add(kadm.Offset{Topic: "trimmed", Partition: 0, At: 1})
+	if _, err := kadm.NewClient(cl).DeleteRecords(context.Background(), dr); err != nil {
+		t.Fatalf("delete records: %v", err)
+	}
+	tx := producer(t, brokers, kgo.TransactionalID("left-open"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, tx, envelope("stuck", 0, "o-2", "OrderApproved", "e-open", "2", `{}`))
+
+	rec := newRecorder(t)
+	observeKafka(context.Background(), rec, Target{Brokers: brokers, Topics: []string{"trimmed", "stuck"}, KafkaTimeout: 500 * time.Millisecond, Logger: quiet})
+	ops := rec.Ops()
+	var got []string
+	for _, op := range ops[:len(ops)-1] {
+		var ev models.EventRecord
+		op.Decode(&ev)
+		got = append(got, fmt.Sprintf("%s/%d@%d %s", ev.Topic, ev.Partition, ev.Offset, ev.EventID))
+	}
+	if want := []string{"trimmed/0@1 e-1", "trimmed/0@2 e-2", "stuck/0@0 e-s"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	snap := kafkaSnapshot(t, ops[len(ops)-1])
+	if snap.Complete || snap.Records != 3 ||
+		!strings.Contains(snap.Error, "topic trimmed partition 0: log starts at offset 1") ||
+		!strings.Contains(snap.Error, "not read to the end within 500ms: stuck/0 (end 2)") {
+		t.Fatalf("snapshot %+v", snap)
+	}
 }
