@@ -23,6 +23,10 @@ type EventRecord struct {
 	EventID   string `json:"event_id"`
 	Seq       int64  `json:"seq"`
 	Source    string `json:"source,omitempty"`
+	// Timestamp is the record's broker timestamp (Unix nanoseconds, the
+	// producer's clock): when the record entered the log, as opposed to
+	// when the observer read it.
+	Timestamp int64 `json:"timestamp_ns,omitempty"`
 	// Payload is the record value, kept only when it is small JSON.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Malformed says what envelope header was missing or unreadable.

@@ -45,6 +45,11 @@ const (
 	FApplied        = "applied"         // Order = aggregate; value: Applied
 	FKafkaSnapshot  = "kafka-snapshot"  // value: KafkaSnapshot, after every event op of the run
 	FQuiesce        = "quiesce"         // value: Quiesce
+	// Closing snapshots of the other observations (value: Snapshot): a
+	// missing one, or one with Error, means the observation is not evidence.
+	FOrdersSnapshot  = "orders-snapshot"
+	FStockSnapshot   = "stock-snapshot"
+	FAppliedSnapshot = "applied-snapshot"
 )
 
 // Harness info ops (Proc ProcHarness, Type Info).
@@ -185,6 +190,15 @@ type OutboxSnapshot struct {
 	Error    string `json:"error,omitempty"`
 }
 
+// Snapshot closes an observation of the order list (DB empty), the stock
+// query or an applied query; it has the shape of OutboxSnapshot.
+type Snapshot struct {
+	DB       string `json:"db,omitempty"`
+	Rows     int    `json:"rows"`
+	Complete bool   `json:"complete"`
+	Error    string `json:"error,omitempty"`
+}
+
 // Applied is one message a consumer applied (its processed-message record).
 // Position orders the applications of one consumer.
 type Applied struct {
@@ -211,6 +225,9 @@ type Quiesce struct {
 	Pending     []string `json:"pending,omitempty"`
 	WaitedMS    int64    `json:"waited_ms"`
 	DeadlineMS  int64    `json:"deadline_ms"`
+	// Error is set when the target's API never answered: then Pending says
+	// nothing and the wait is not evidence.
+	Error string `json:"error,omitempty"`
 }
 
 // RunInfo describes a run (the FRunStart value; also in verdict.json).

@@ -201,6 +201,9 @@ func eventRecord(r *kgo.Record) event {
 	ev := event{EventRecord: models.EventRecord{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key),
 	}}
+	if !r.Timestamp.IsZero() {
+		ev.Timestamp = r.Timestamp.UnixNano()
+	}
 	var problems []string
 	hs := map[string]string{}
 	for _, h := range r.Headers {

@@ -23,25 +23,16 @@ import (
 	"github.com/sagachaos/sagachaos/targets"
 )
 
-// Ops this package writes that models/vocab.go does not declare yet: the
-// closing snapshot of the order list, the stock query and each applied
-// query, so that a failed observation is on record (contract gap, reported
-// to the integrator). Value: Snapshot.
+// The closing snapshots of the order list, the stock query and each applied
+// query are models.FOrdersSnapshot, FStockSnapshot and FAppliedSnapshot.
 const (
-	FOrdersSnapshot  = "orders-snapshot"
-	FStockSnapshot   = "stock-snapshot"
-	FAppliedSnapshot = "applied-snapshot"
+	FOrdersSnapshot  = models.FOrdersSnapshot
+	FStockSnapshot   = models.FStockSnapshot
+	FAppliedSnapshot = models.FAppliedSnapshot
 )
 
-// Snapshot closes one observation that has no snapshot type in models. It
-// has the JSON shape of models.OutboxSnapshot. DB is empty for the order
-// list (it comes from the API).
-type Snapshot struct {
-	DB       string `json:"db,omitempty"`
-	Rows     int    `json:"rows"`
-	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"`
-}
+// Snapshot closes one observation (models.Snapshot).
+type Snapshot = models.Snapshot
 
 // Terminal order statuses (docs/target-contract.md).
 const (
@@ -188,6 +179,9 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 		break
 	}
 	q.WaitedMS = time.Since(start).Milliseconds()
+	if answers == 0 && lastErr != nil {
+		q.Error = "the orders API never answered: " + lastErr.Error()
+	}
 	rec.Record(models.ProcObserver, models.State, models.FQuiesce, "", q)
 	switch {
 	case ctx.Err() != nil:
