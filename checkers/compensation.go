@@ -37,14 +37,10 @@ func checkCompensationOrder(ix *Index, b *builder) {
 		b.unknown("%s", s)
 	}
 	n := len(spec.Steps)
-	type seqAt struct {
-		seq int64
-		op  int64
-	}
-	// per order scratch: first seq per step of forward and compensation
-	// events, keyed by source
-	fwdSeq := make([]map[string]seqAt, n)
-	compSeq := make([]map[string]seqAt, n)
+	// per order scratch: the first seq per step and source of forward and
+	// compensation events (few sources: a slice beats a map)
+	fwdSeq := make([][]seqAt, n)
+	compSeq := make([][]seqAt, n)
 	var compensated int64
 	for _, id := range ix.OrderIDs {
 		o := ix.Orders[id]
@@ -73,37 +69,30 @@ func checkCompensationOrder(ix *Index, b *builder) {
 		// events of one source
 		if len(o.Events) > 0 {
 			for i := range fwdSeq {
-				fwdSeq[i], compSeq[i] = nil, nil
+				fwdSeq[i], compSeq[i] = fwdSeq[i][:0], compSeq[i][:0]
 			}
 			for _, en := range o.Events {
 				e := &ix.Events[en]
 				if e.Source == "" || e.Seq <= 0 || e.Malformed != "" {
 					continue
 				}
-				put := func(m []map[string]seqAt, i int) {
-					if m[i] == nil {
-						m[i] = map[string]seqAt{}
-					}
-					if cur, ok := m[i][e.Source]; !ok || e.Seq < cur.seq {
-						m[i][e.Source] = seqAt{e.Seq, e.Op}
-					}
-				}
 				if i, ok := ix.fwdEvent[e.Type]; ok {
-					put(fwdSeq, i)
+					fwdSeq[i] = putSeq(fwdSeq[i], e)
 				}
 				if i, ok := ix.compEvent[e.Type]; ok {
-					put(compSeq, i)
+					compSeq[i] = putSeq(compSeq[i], e)
 				}
 			}
 			for i, step := range spec.Steps {
-				for src, c := range compSeq[i] {
+				for _, c := range compSeq[i] {
 					any = true
-					if f, ok := fwdSeq[i][src]; ok && f.seq > c.seq {
+					src := c.src
+					if f, ok := findSeq(fwdSeq[i], src); ok && f.seq > c.seq {
 						b.flag("hanging", id, fmt.Sprintf("%s committed %s (seq %d) after %s (seq %d)", src, step.Event, f.seq, step.Compensation.Event, c.seq), c.op, f.op)
 					}
 					for j := i + 1; j < n; j++ {
-						cj, okc := compSeq[j][src]
-						fj, okf := fwdSeq[j][src]
+						cj, okc := findSeq(compSeq[j], src)
+						fj, okf := findSeq(fwdSeq[j], src)
 						if okc && okf && fj.seq < c.seq && c.seq < cj.seq {
 							b.flag("reverse-order", id, fmt.Sprintf("%s compensated %s before %s", src, spec.Steps[i].Name, spec.Steps[j].Name), fj.op, c.op, cj.op)
 						}
@@ -116,4 +105,32 @@ func checkCompensationOrder(ix *Index, b *builder) {
 		}
 	}
 	b.stats["orders-compensated"] = compensated
+}
+
+// seqAt is the first seq of one source's events of one kind, and its op.
+type seqAt struct {
+	src string
+	seq int64
+	op  int64
+}
+
+func putSeq(s []seqAt, e *EventFact) []seqAt {
+	for i := range s {
+		if s[i].src == e.Source {
+			if e.Seq < s[i].seq {
+				s[i].seq, s[i].op = e.Seq, e.Op
+			}
+			return s
+		}
+	}
+	return append(s, seqAt{e.Source, e.Seq, e.Op})
+}
+
+func findSeq(s []seqAt, src string) (seqAt, bool) {
+	for _, x := range s {
+		if x.src == src {
+			return x, true
+		}
+	}
+	return seqAt{}, false
 }

@@ -101,8 +101,8 @@ func checkConservation(ix *Index, b *builder) {
 		var want int64
 		if o.Final.Status == spec.Success {
 			want = o.Final.Total
-			if want == 0 && o.Invoke != nil {
-				want = o.Invoke.Total
+			if req := ix.Request(o); want == 0 && req != nil {
+				want = req.Total
 			}
 		}
 		expected += want
@@ -142,8 +142,8 @@ func heldByApproved(ix *Index) (map[string]int64, map[string][]int64, string) {
 			continue
 		}
 		items := o.Final.Items
-		if len(items) == 0 && o.Invoke != nil {
-			items = o.Invoke.Items
+		if req := ix.Request(o); len(items) == 0 && req != nil {
+			items = req.Items
 		}
 		if len(items) == 0 {
 			return nil, nil, "order " + id + " has no items in its final state"

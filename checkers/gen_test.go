@@ -262,7 +262,8 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 		s := tracks[i][0]
 		tracks[i] = tracks[i][1:]
 		if len(tracks[i]) == 0 {
-			tracks = slices.Delete(tracks, i, i+1)
+			tracks[i] = tracks[len(tracks)-1]
+			tracks = tracks[:len(tracks)-1]
 		}
 		if spawn := s(); len(spawn) > 0 {
 			tracks = append(tracks, spawn)

@@ -39,13 +39,15 @@ type Index struct {
 	EffectsWithoutOrder int
 
 	Events []EventFact
-	// EventsByID maps an event_id to indices into Events.
-	EventsByID map[string][]int32
+	// EventsByID maps an event_id to the index in Events of its first
+	// record (duplicates are later records with the same id).
+	EventsByID map[string]int32
 	KafkaSnap  *models.KafkaSnapshot
 	KafkaOp    int64
 
-	Rows        []RowFact
-	RowsByEvent map[string][]int32
+	Rows []RowFact
+	// RowsByEvent maps an event_id to the index in Rows of its first row.
+	RowsByEvent map[string]int32
 	// OutboxSnaps by database.
 	OutboxSnaps map[string]SnapFact
 
@@ -67,6 +69,17 @@ type Index struct {
 	// that reads a category with bad ops cannot be sure and says unknown.
 	Bad map[string][]int64
 
+	// interned names (sources, consumers) and topic-partitions
+	names map[string]int32
+	parts map[topicPart]int32
+	// one-entry caches in front of names and Orders
+	lastName   string
+	lastNameID int32
+	lastOrder  *OrderFacts
+	strs       interner
+	// PartNames lists the interned topic-partitions by id.
+	PartNames []topicPart
+
 	// spec-derived lookup tables
 	fwdEvent, compEvent map[string]int // event type -> step index
 	extraMatch          bool           // spec matches effect fields beyond status/kind
@@ -75,10 +88,13 @@ type Index struct {
 // OrderFacts is what the history says about one order.
 type OrderFacts struct {
 	ID string
+	// Num is the order's position in Index.OrderIDs.
+	Num int32
 	// Acks are ok place-order ops that returned this order.
 	Acks []int64
-	// Invoke is the request behind the first ack, when known.
-	Invoke *models.PlaceOrder
+	// InvokeOp is the place-order invoke behind the first ack (-1: not
+	// known); Index.Request decodes it.
+	InvokeOp int64
 	// Final is the observer's last order-state for it; FinalOp is -1 when
 	// there is none.
 	Final   *models.OrderState
@@ -130,6 +146,9 @@ type EventFact struct {
 	Type  string
 	Order string
 	models.EventRecord
+	// interned ids: the order's Num (-1: none), the source and the
+	// topic-partition, for cheap grouping
+	ord, src, part int32
 }
 
 // RowFact is one committed outbox row.
@@ -150,6 +169,7 @@ type AppliedFact struct {
 	Op    int64
 	Order string
 	models.Applied
+	ord, src, consumer int32
 }
 
 // StockFact is the final stock of one SKU.
@@ -174,14 +194,18 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		Spec:        spec,
 		Orders:      make(map[string]*OrderFacts),
 		Keys:        make(map[string]*KeyFacts),
-		EventsByID:  make(map[string][]int32),
-		RowsByEvent: make(map[string][]int32),
+		EventsByID:  make(map[string]int32),
+		RowsByEvent: make(map[string]int32),
 		OutboxSnaps: make(map[string]SnapFact),
 		Stock:       make(map[string]StockFact),
 		Bad:         make(map[string][]int64),
 		KafkaOp:     -1,
 		InitialOp:   -1,
 		QuiesceOp:   -1,
+		names:       make(map[string]int32),
+		lastNameID:  -1,
+		strs:        interner{},
+		parts:       make(map[topicPart]int32),
 		fwdEvent:    make(map[string]int),
 		compEvent:   make(map[string]int),
 	}
@@ -189,6 +213,33 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		return ix
 	}
 	ix.Ops = h.Ops
+	// Size everything once: growing slices of facts dominated the cost.
+	var nEv, nRow, nApp, nEff, nOrd int
+	for k := range h.Ops {
+		switch op := &h.Ops[k]; op.Type {
+		case models.Event:
+			nEv++
+		case models.Effect:
+			nEff++
+		case models.State:
+			switch op.F {
+			case models.FOutboxRow:
+				nRow++
+			case models.FApplied:
+				nApp++
+			case models.FOrderState:
+				nOrd++
+			}
+		}
+	}
+	ix.Events = make([]EventFact, 0, nEv)
+	ix.EventsByID = make(map[string]int32, nEv)
+	ix.Rows = make([]RowFact, 0, nRow)
+	ix.RowsByEvent = make(map[string]int32, nRow)
+	ix.Applied = make([]AppliedFact, 0, nApp)
+	ix.Effects = make([]EffectFact, 0, nEff)
+	ix.Orders = make(map[string]*OrderFacts, nOrd)
+	ix.OrderIDs = make([]string, 0, nOrd)
 	for i, st := range spec.Steps {
 		if st.Event != "" {
 			ix.fwdEvent[st.Event] = i
@@ -207,7 +258,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 			}
 		}
 	}
-	pending := make(map[string]*models.PlaceOrder) // proc -> open invoke
+	pending := make(map[string]openInvoke) // proc -> open invoke
 	chargeOrder := make(map[string]string)
 	var unattributed []int32
 	for k := range h.Ops {
@@ -223,7 +274,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		case models.Effect:
 			e := EffectFact{Op: op.I, Proc: op.Proc, F: op.F, Order: op.Order}
 			var w effectWire
-			if err := json.Unmarshal(op.Value, &w); err != nil && len(op.Value) > 0 {
+			if len(op.Value) > 0 && decodeEffect(op.Value, &w, ix.strs) != nil {
 				ix.bad("effect", op.I)
 				continue
 			}
@@ -240,7 +291,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 			}
 		case models.Event:
 			var r models.EventRecord
-			if err := json.Unmarshal(op.Value, &r); err != nil {
+			if err := decodeEvent(op.Value, &r, ix.strs, op.Order); err != nil {
 				ix.bad("event", op.I)
 				continue
 			}
@@ -249,14 +300,18 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 			if ord == "" {
 				ord = r.Key
 			}
-			ix.Events = append(ix.Events, EventFact{Op: op.I, Type: op.F, Order: ord, EventRecord: r})
+			ix.Events = append(ix.Events, EventFact{Op: op.I, Type: op.F, Order: ord, EventRecord: r, ord: -1,
+				src: ix.intern(r.Source), part: ix.internPart(r.Topic, r.Partition)})
 			n := int32(len(ix.Events) - 1)
 			if r.EventID != "" {
-				ix.EventsByID[r.EventID] = append(ix.EventsByID[r.EventID], n)
+				if _, dup := ix.EventsByID[r.EventID]; !dup {
+					ix.EventsByID[r.EventID] = n
+				}
 			}
 			if ord != "" {
 				o := ix.order(ord)
 				o.Events = append(o.Events, n)
+				ix.Events[n].ord = o.Num
 			}
 		case models.State:
 			ix.state(op)
@@ -356,10 +411,14 @@ func (ix *Index) bad(cat string, op int64) { ix.Bad[cat] = append(ix.Bad[cat], o
 
 // order returns the facts of order id, creating them on first sight.
 func (ix *Index) order(id string) *OrderFacts {
+	if ix.lastOrder != nil && ix.lastOrder.ID == id {
+		return ix.lastOrder
+	}
 	o := ix.Orders[id]
+	defer func() { ix.lastOrder = o }()
 	if o == nil {
 		n := len(ix.Spec.Steps)
-		o = &OrderFacts{ID: id, FinalOp: -1, Fwd: make([][]int64, n), Comp: make([][]int64, n)}
+		o = &OrderFacts{ID: id, Num: int32(len(ix.OrderIDs)), FinalOp: -1, InvokeOp: -1, Fwd: make([][]int64, n), Comp: make([][]int64, n)}
 		ix.Orders[id] = o
 		ix.OrderIDs = append(ix.OrderIDs, id)
 	}
@@ -376,34 +435,40 @@ func (ix *Index) key(k string) *KeyFacts {
 	return f
 }
 
-func (ix *Index) client(op *models.Op, pending map[string]*models.PlaceOrder) {
+// openInvoke is a client's place-order awaiting its completion.
+type openInvoke struct {
+	op  int64
+	key string
+}
+
+func (ix *Index) client(op *models.Op, pending map[string]openInvoke) {
 	switch op.Type {
 	case models.Invoke:
-		var p models.PlaceOrder
-		if err := op.Decode(&p); err != nil {
+		var key string
+		if decodeKey(op.Value, &key) != nil {
 			ix.bad("client", op.I)
 			delete(pending, op.Proc)
 			return
 		}
-		pending[op.Proc] = &p
-		if p.Key != "" {
-			ix.key(p.Key)
+		pending[op.Proc] = openInvoke{op.I, key}
+		if key != "" {
+			ix.key(key)
 		}
 	case models.Ok:
 		var r models.PlaceOrderReply
-		if err := op.Decode(&r); err != nil {
+		if decodeReply(op.Value, &r) != nil {
 			ix.bad("client", op.I)
 			return
 		}
-		inv := pending[op.Proc]
+		inv, open := pending[op.Proc]
 		delete(pending, op.Proc)
 		id := op.Order
 		if id == "" {
 			id = r.Order
 		}
 		key := r.Key
-		if key == "" && inv != nil {
-			key = inv.Key
+		if key == "" && open {
+			key = inv.key
 		}
 		if id == "" {
 			ix.bad("client", op.I) // an ok without an order id proves nothing
@@ -411,8 +476,8 @@ func (ix *Index) client(op *models.Op, pending map[string]*models.PlaceOrder) {
 		}
 		o := ix.order(id)
 		o.Acks = append(o.Acks, op.I)
-		if o.Invoke == nil && inv != nil {
-			o.Invoke = inv
+		if o.InvokeOp < 0 && open {
+			o.InvokeOp = inv.op
 		}
 		if key != "" {
 			kf := ix.key(key)
@@ -421,6 +486,19 @@ func (ix *Index) client(op *models.Op, pending map[string]*models.PlaceOrder) {
 	default: // fail, info: settled from ground truth, never from the reply
 		delete(pending, op.Proc)
 	}
+}
+
+// Request decodes the place-order request behind o's first ack, or nil.
+// It is decoded on demand: only a few checks need it.
+func (ix *Index) Request(o *OrderFacts) *models.PlaceOrder {
+	if o.InvokeOp < 0 {
+		return nil
+	}
+	var p models.PlaceOrder
+	if ix.Ops[o.InvokeOp].Decode(&p) != nil {
+		return nil
+	}
+	return &p
 }
 
 func (ix *Index) harness(op *models.Op) {
@@ -449,7 +527,7 @@ func (ix *Index) state(op *models.Op) {
 	switch op.F {
 	case models.FOrderState:
 		var s models.OrderState
-		if op.Order == "" || op.Decode(&s) != nil {
+		if op.Order == "" || decodeOrderState(op.Value, &s) != nil {
 			fail()
 			return
 		}
@@ -472,14 +550,16 @@ func (ix *Index) state(op *models.Op) {
 		ix.Stock[s.SKU] = StockFact{Op: op.I, StockState: s}
 	case models.FOutboxRow:
 		var r models.OutboxRow
-		if op.Decode(&r) != nil {
+		if decodeRow(op.Value, &r, ix.strs) != nil {
 			fail()
 			return
 		}
 		ix.Rows = append(ix.Rows, RowFact{Op: op.I, Order: op.Order, OutboxRow: r})
 		n := int32(len(ix.Rows) - 1)
 		if r.EventID != "" {
-			ix.RowsByEvent[r.EventID] = append(ix.RowsByEvent[r.EventID], n)
+			if _, dup := ix.RowsByEvent[r.EventID]; !dup {
+				ix.RowsByEvent[r.EventID] = n
+			}
 		}
 		if op.Order != "" {
 			o := ix.order(op.Order)
@@ -494,11 +574,15 @@ func (ix *Index) state(op *models.Op) {
 		ix.OutboxSnaps[s.DB] = SnapFact{Op: op.I, OutboxSnapshot: s}
 	case models.FApplied:
 		var a models.Applied
-		if op.Decode(&a) != nil {
+		if decodeApplied(op.Value, &a, ix.strs) != nil {
 			fail()
 			return
 		}
-		ix.Applied = append(ix.Applied, AppliedFact{Op: op.I, Order: op.Order, Applied: a})
+		af := AppliedFact{Op: op.I, Order: op.Order, Applied: a, ord: -1, src: ix.intern(a.Source), consumer: ix.intern(a.Consumer)}
+		if op.Order != "" {
+			af.ord = ix.order(op.Order).Num
+		}
+		ix.Applied = append(ix.Applied, af)
 	case models.FKafkaSnapshot:
 		var s models.KafkaSnapshot
 		if op.Decode(&s) != nil {
@@ -536,4 +620,35 @@ func first(s []int64) int64 {
 		return -1
 	}
 	return s[0]
+}
+
+// topicPart names one partition of one topic.
+type topicPart struct {
+	Topic     string
+	Partition int32
+}
+
+// intern maps a short name (source, consumer) to a small id.
+func (ix *Index) intern(name string) int32 {
+	if name == ix.lastName && ix.lastNameID >= 0 {
+		return ix.lastNameID
+	}
+	id, ok := ix.names[name]
+	defer func() { ix.lastName, ix.lastNameID = name, id }()
+	if !ok {
+		id = int32(len(ix.names))
+		ix.names[name] = id
+	}
+	return id
+}
+
+func (ix *Index) internPart(topic string, p int32) int32 {
+	k := topicPart{topic, p}
+	id, ok := ix.parts[k]
+	if !ok {
+		id = int32(len(ix.PartNames))
+		ix.parts[k] = id
+		ix.PartNames = append(ix.PartNames, k)
+	}
+	return id
 }

@@ -17,8 +17,9 @@ import (
 //
 // Invariant, from applied records: per (consumer, aggregate, source), the
 // seqs increase with the consumer's position — but only pairs whose records
-// are on the same topic are compared, since Kafka orders nothing across
-// topics.
+// sit in the same partition (found through the Kafka log by event_id) are
+// compared, since Kafka orders nothing across partitions; an aggregate split
+// over partitions is already flagged as unkeyed.
 //
 // Records without a source or seq are skipped (counted in stats).
 func checkPerAggregateOrder(ix *Index, b *builder) {
@@ -29,117 +30,127 @@ func checkPerAggregateOrder(ix *Index, b *builder) {
 		b.unknown("no Kafka log and no applied records observed")
 		return
 	}
-	type part struct {
-		topic string
-		p     int32
-	}
-	parts := map[part][]int32{}
-	var partOrder []part
+	// Kafka log: events per partition, in offset order
+	byPart := make([][]int32, len(ix.PartNames))
 	var skipped int64
 	for n := range ix.Events {
 		e := &ix.Events[n]
 		if e.Order != "" && e.Key != e.Order && e.Malformed == "" {
 			b.flag("unkeyed", e.Order, fmt.Sprintf("%s of %s published with key %q, not the aggregate id", e.Type, e.Order, e.Key), e.Op)
 		}
-		if e.Source == "" || e.Seq <= 0 || e.Order == "" {
+		if e.Source == "" || e.Seq <= 0 || e.ord < 0 {
 			skipped++
 			continue
 		}
-		k := part{e.Topic, e.Partition}
-		if _, ok := parts[k]; !ok {
-			partOrder = append(partOrder, k)
-		}
-		parts[k] = append(parts[k], int32(n))
+		byPart[e.part] = append(byPart[e.part], int32(n))
 	}
-	type group struct {
-		source, order string
-	}
+	// per (source, order, partition): the seqs first seen so far, as a
+	// chain through one arena (no allocation per group)
 	type gstate struct {
-		maxSeq  int64
-		maxOp   int64
-		flagged bool
+		maxSeq, maxOp int64
+		head          int32 // last arena entry, -1 none
+		flagged       bool
 	}
-	type seen struct {
-		g   group
-		seq int64
-	}
-	for _, k := range partOrder {
-		evs := parts[k]
+	var states []gstate
+	var arenaSeq []int64
+	var arenaPrev []int32
+	gid := make(map[[3]int32]int32, len(ix.Events)/4+1)
+	for p, evs := range byPart {
 		less := func(a, c int) bool { return ix.Events[evs[a]].Offset < ix.Events[evs[c]].Offset }
 		if !sort.SliceIsSorted(evs, less) {
 			sort.SliceStable(evs, less)
 		}
-		st := map[group]*gstate{}
-		firsts := map[seen]struct{}{}
 		for _, n := range evs {
 			e := &ix.Events[n]
-			g := group{e.Source, e.Order}
-			s := st[g]
-			if s == nil {
-				s = &gstate{}
-				st[g] = s
+			k := [3]int32{e.src, e.ord, int32(p)}
+			g, ok := gid[k]
+			if !ok {
+				g = int32(len(states))
+				gid[k] = g
+				states = append(states, gstate{head: -1})
 			}
-			sk := seen{g, e.Seq}
-			if _, dup := firsts[sk]; dup {
-				continue // a redelivered or re-published record
-			}
-			firsts[sk] = struct{}{}
-			if e.Seq < s.maxSeq {
+			s := &states[g]
+			if e.Seq <= s.maxSeq {
+				seen := false
+				for a := s.head; a >= 0 && !seen; a = arenaPrev[a] {
+					seen = arenaSeq[a] == e.Seq
+				}
+				if seen {
+					continue // a redelivered or re-published record
+				}
 				if !s.flagged {
 					s.flagged = true
-					b.flag("reordered", e.Order, fmt.Sprintf("%s seq %d first appears in %s/%d at offset %d, after seq %d", e.Source, e.Seq, k.topic, k.p, e.Offset, s.maxSeq), s.maxOp, e.Op)
+					tp := ix.PartNames[p]
+					b.flag("reordered", e.Order, fmt.Sprintf("%s seq %d first appears in %s/%d at offset %d, after seq %d", e.Source, e.Seq, tp.Topic, tp.Partition, e.Offset, s.maxSeq), s.maxOp, e.Op)
 				}
 				continue
 			}
 			s.maxSeq, s.maxOp = e.Seq, e.Op
+			arenaSeq = append(arenaSeq, e.Seq)
+			arenaPrev = append(arenaPrev, s.head)
+			s.head = int32(len(arenaSeq) - 1)
 		}
 	}
-	// applied records, per consumer
-	type agroup struct {
-		consumer, order, source string
-	}
-	groups := map[agroup][]int32{}
-	var gorder []agroup
+	// applied records: per (consumer, order, source), in position order
+	agid := make(map[[3]int32]int32, len(ix.Applied)/2+1)
+	group := make([]int32, len(ix.Applied))
+	var lastPos []int64
+	sorted := true
 	for n := range ix.Applied {
 		a := &ix.Applied[n]
-		if a.Seq <= 0 || a.Source == "" || a.Order == "" {
+		group[n] = -1
+		if a.Seq <= 0 || a.Source == "" || a.ord < 0 {
 			continue
 		}
-		g := agroup{a.Consumer, a.Order, a.Source}
-		if _, ok := groups[g]; !ok {
-			gorder = append(gorder, g)
+		k := [3]int32{a.consumer, a.ord, a.src}
+		g, ok := agid[k]
+		if !ok {
+			g = int32(len(lastPos))
+			agid[k] = g
+			lastPos = append(lastPos, a.Position)
+		} else if a.Position < lastPos[g] {
+			sorted = false
+		} else {
+			lastPos[g] = a.Position
 		}
-		groups[g] = append(groups[g], int32(n))
+		group[n] = g
 	}
-	topicOf := func(eventID string) (string, bool) {
-		ns := ix.EventsByID[eventID]
-		if len(ns) == 0 {
-			return "", false
+	order := make([]int32, 0, len(ix.Applied))
+	for n := range ix.Applied {
+		if group[n] >= 0 {
+			order = append(order, int32(n))
 		}
-		return ix.Events[ns[0]].Topic, true
 	}
+	if !sorted {
+		sort.SliceStable(order, func(x, y int) bool {
+			a, c := &ix.Applied[order[x]], &ix.Applied[order[y]]
+			if group[order[x]] != group[order[y]] {
+				return group[order[x]] < group[order[y]]
+			}
+			return a.Position < c.Position
+		})
+	}
+	// highest seq applied so far per (group, partition of the record)
+	type amax struct {
+		seq int64
+		n   int32
+	}
+	maxes := make(map[[2]int32]amax, len(agid))
 	var appliedChecked int64
-	for _, g := range gorder {
-		as := groups[g]
-		less := func(a, c int) bool { return ix.Applied[as[a]].Position < ix.Applied[as[c]].Position }
-		if !sort.SliceIsSorted(as, less) {
-			sort.SliceStable(as, less)
+	for _, n := range order {
+		a := &ix.Applied[n]
+		en, ok := ix.EventsByID[a.EventID]
+		if !ok {
+			continue
 		}
-		// highest seq applied so far, per topic
-		max := map[string]*AppliedFact{}
-		for _, n := range as {
-			a := &ix.Applied[n]
-			topic, ok := topicOf(a.EventID)
-			if !ok {
-				continue
-			}
-			appliedChecked++
-			if m := max[topic]; m != nil && a.Seq < m.Seq {
-				b.flag("applied-out-of-order", g.order, fmt.Sprintf("consumer %s applied %s seq %d (position %d) after seq %d (position %d)", g.consumer, g.source, a.Seq, a.Position, m.Seq, m.Position), m.Op, a.Op)
-				continue
-			}
-			max[topic] = a
+		appliedChecked++
+		k := [2]int32{group[n], ix.Events[en].part}
+		if m, ok := maxes[k]; ok && a.Seq < m.seq {
+			p := &ix.Applied[m.n]
+			b.flag("applied-out-of-order", a.Order, fmt.Sprintf("consumer %s applied %s seq %d (position %d) after seq %d (position %d)", a.Consumer, a.Source, a.Seq, a.Position, p.Seq, p.Position), p.Op, a.Op)
+			continue
 		}
+		maxes[k] = amax{a.Seq, n}
 	}
 	b.stats["events"] = int64(len(ix.Events))
 	b.stats["events-skipped"] = skipped

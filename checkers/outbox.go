@@ -37,7 +37,7 @@ func checkNoLostEvent(ix *Index, b *builder) {
 		switch {
 		case r.EventID == "":
 			b.unknown("outbox row %s#%d has no event_id", r.DB, r.ID)
-		case len(ix.EventsByID[r.EventID]) > 0:
+		case inMap(ix.EventsByID, r.EventID):
 			found++
 		case len(ix.KafkaSnap.Topics) > 0 && r.Topic != "" && !slices.Contains(ix.KafkaSnap.Topics, r.Topic):
 			b.unknown("outbox row %s#%d is for topic %s, which the observer did not read", r.DB, r.ID, r.Topic)
@@ -73,11 +73,11 @@ func checkNoPhantomEvent(ix *Index, b *builder) {
 	// source -> database, learnt from matches; "" marks an ambiguous source
 	srcDB := map[string]string{}
 	for _, e := range ix.Events {
-		rows := ix.RowsByEvent[e.EventID]
-		if e.EventID == "" || len(rows) == 0 {
+		row, ok := ix.RowsByEvent[e.EventID]
+		if e.EventID == "" || !ok {
 			continue
 		}
-		db := ix.Rows[rows[0]].DB
+		db := ix.Rows[row].DB
 		if cur, ok := srcDB[e.Source]; !ok {
 			srcDB[e.Source] = db
 		} else if cur != db {
@@ -90,7 +90,7 @@ func checkNoPhantomEvent(ix *Index, b *builder) {
 			b.unknown("event #%d has no event_id (%s)", e.Op, e.Malformed)
 			continue
 		}
-		if len(ix.RowsByEvent[e.EventID]) > 0 {
+		if inMap(ix.RowsByEvent, e.EventID) {
 			matched++
 			continue
 		}
@@ -110,4 +110,9 @@ func checkNoPhantomEvent(ix *Index, b *builder) {
 		b.flag("phantom-event", e.Order, fmt.Sprintf("%s (event %s, %s/%d@%d) has no committed row in the complete outbox of %s", e.Type, e.EventID, e.Topic, e.Partition, e.Offset, db), e.Op, snap.Op)
 	}
 	b.stats["events-matched"] = matched
+}
+
+func inMap(m map[string]int32, k string) bool {
+	_, ok := m[k]
+	return ok
 }
