@@ -96,6 +96,22 @@ func fixtures() []fixture {
 			}))
 			return h
 		}},
+		{"saga-terminates-quiesce-pending.bad.jsonl", func() *models.History {
+			h := forced(20, &plan{})
+			h.Ops = editValue(h.Ops, func(o models.Op) bool { return o.F == models.FQuiesce }, func(m map[string]any) {
+				m["all_terminal"] = false
+				m["pending"] = []string{victim}
+			})
+			h.Ops = renumber(slices.DeleteFunc(h.Ops, isOp(models.State, models.FOrderState, victim)))
+			return h
+		}},
+		{"no-phantom-event-no-outbox-query.unknown.jsonl", func() *models.History {
+			h := forced(21, &plan{})
+			h.Ops = renumber(slices.DeleteFunc(h.Ops, func(o models.Op) bool {
+				return (o.F == models.FOutboxRow || o.F == models.FOutboxSnapshot) && decodeMap(o.Value)["db"] == "delivery"
+			}))
+			return h
+		}},
 		{"conservation-in-flight.unknown.jsonl", func() *models.History {
 			h := forced(19, &plan{})
 			h.Ops = editValue(h.Ops, func(o models.Op) bool { return o.F == models.FQuiesce }, func(m map[string]any) { m["all_terminal"] = false })
