@@ -209,3 +209,20 @@ func Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Reset disarms every point and zeroes its counters, so an in-process test
+// can arm a fresh set with Setup.
+func Reset() {
+	active.Store(false)
+	for _, p := range points {
+		p.hits.Store(0)
+		p.reached.Store(false)
+		p.act = nil
+	}
+	logMu.Lock()
+	if logFile != nil {
+		logFile.Close()
+		logFile = nil
+	}
+	logMu.Unlock()
+}

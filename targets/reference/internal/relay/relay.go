@@ -3,28 +3,34 @@
 // Any number of relay processes compete, each polling every service
 // database. One poll is one local transaction:
 //
-//  1. SELECT unpublished rows in id order, taking for each row first a
-//     transaction-scoped advisory lock on its aggregate
-//     (pg_try_advisory_xact_lock) and then the row lock, FOR UPDATE SKIP
-//     LOCKED. A relay that cannot get an aggregate's advisory lock skips
-//     every row of that aggregate, so one aggregate is owned by at most one
-//     relay at a time; SKIP LOCKED alone would let a second relay take seq
-//     k+1 while the first still holds seq k, and reorder them.
-//  2. Produce the batch, per aggregate in seq order, all with key = order
-//     id (one partition per order), and wait for the broker's acks. The
-//     producer is idempotent, so a retried batch cannot be reordered within
-//     a partition.
-//  3. Mark the acknowledged rows published and commit. A crash between 2
-//     and 3 republishes them: duplicates are legal (consumers dedupe by
+//  1. Find the aggregates (orders) with unpublished rows, oldest first.
+//  2. Try to take a transaction-scoped advisory lock on each of them
+//     (pg_try_advisory_xact_lock, never waiting): this is SKIP LOCKED at
+//     the level of an aggregate. An aggregate is owned by at most one relay
+//     at a time; the others skip it.
+//  3. In a new statement (so its snapshot includes everything the previous
+//     owner committed), read the owned aggregates' unpublished rows in id
+//     order with a LIMIT, FOR UPDATE.
+//  4. Produce them, per aggregate in seq order, with key = order id (one
+//     partition per order), and wait for the broker's acks. The producer is
+//     idempotent, so a retried batch is not reordered within a partition.
+//  5. Mark the acknowledged rows published and commit. A crash between 4
+//     and 5 republishes them: duplicates are legal (consumers dedupe by
 //     event_id), loss and reordering are not.
+//
+// Why not a single "SELECT … FOR UPDATE SKIP LOCKED" over rows: a second
+// relay would skip seq k (locked by the first) and take seq k+1, and could
+// publish it first. Why not the advisory lock inside that single SELECT's
+// WHERE: the lock is tried row by row during the scan, so a relay can be
+// refused rows k…k+6 while the owner still holds the aggregate, then be
+// granted the lock at row k+7 once the owner committed rows k-… and skip
+// ahead. TestCompetingRelaysKeepPerAggregateOrder caught exactly that;
+// trying each aggregate's lock once, before reading any row, closes it.
 //
 // Per-aggregate seq is assigned under a row lock (see package outbox), so a
 // row with seq k is never visible before seq k-1 has committed: no gap in
 // an aggregate's unpublished rows, and ids (which do have gaps and commit
 // out of order across aggregates) are only used to find old rows first.
-// When the aggregate lock is re-taken after another relay committed, the
-// row locks re-check published_at on the newest row version, so rows just
-// marked by the other relay are not sent again.
 //
 // Cleanup deletes published rows older than the retention, never an
 // unpublished one.
@@ -132,17 +138,59 @@ type row struct {
 	payload []byte
 }
 
-const selectSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
-FROM outbox
-WHERE published_at IS NULL
-  AND pg_try_advisory_xact_lock(hashtextextended('outbox:' || aggregate_id, 0))
-ORDER BY id
-LIMIT $1
-FOR UPDATE SKIP LOCKED`
+// candidatesSQL finds aggregates with unpublished rows, oldest first.
+const candidatesSQL = `SELECT aggregate_id FROM outbox WHERE published_at IS NULL
+GROUP BY aggregate_id ORDER BY min(id) LIMIT $1`
 
-// Without the aggregate lock (the parallel-relay-reorder mutant).
+// lockSQL takes the transaction-scoped aggregate locks it can get, without
+// waiting: SKIP LOCKED at the level of an aggregate. Each aggregate's lock
+// is tried exactly once, in its own statement, before any row is read.
+const lockSQL = `SELECT a FROM unnest($1::text[]) AS a
+WHERE pg_try_advisory_xact_lock(hashtextextended('outbox:' || a, 0))`
+
+// rowsSQL reads the owned aggregates' unpublished rows. Its snapshot is
+// taken after the locks were granted, so it sees everything the previous
+// owner committed; ORDER BY id with a LIMIT takes a prefix of each
+// aggregate's rows. Plain FOR UPDATE (not SKIP LOCKED): nobody else may
+// hold these rows, and skipping one would leave a hole in an aggregate.
+const rowsSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
+FROM outbox
+WHERE published_at IS NULL AND aggregate_id = ANY($1::text[])
+ORDER BY id
+LIMIT $2
+FOR UPDATE`
+
+// Without the aggregate lock (the parallel-relay-reorder mutant): rows are
+// spread over relays by SKIP LOCKED alone.
 const selectNoAggLockSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
 FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`
+
+// selectBatch locks and returns the next batch inside tx.
+func selectBatch(ctx context.Context, tx pgx.Tx, batch int) (pgx.Rows, error) {
+	if mutant.Is(mutant.ParallelRelayReorder) {
+		return tx.Query(ctx, selectNoAggLockSQL, batch)
+	}
+	rows, err := tx.Query(ctx, candidatesSQL, batch)
+	if err != nil {
+		return nil, fmt.Errorf("find aggregates: %w", err)
+	}
+	cands, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find aggregates: %w", err)
+	}
+	if len(cands) == 0 {
+		return tx.Query(ctx, `SELECT NULL::bigint, '', '', 0::bigint, '', '', '', '' WHERE false`)
+	}
+	rows, err = tx.Query(ctx, lockSQL, cands)
+	if err != nil {
+		return nil, fmt.Errorf("lock aggregates: %w", err)
+	}
+	owned, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("lock aggregates: %w", err)
+	}
+	return tx.Query(ctx, rowsSQL, owned, batch)
+}
 
 // Poll publishes one batch from s and returns how many rows it marked.
 func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
@@ -151,11 +199,7 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	q := selectSQL
-	if mutant.Is(mutant.ParallelRelayReorder) {
-		q = selectNoAggLockSQL
-	}
-	rows, err := tx.Query(ctx, q, cfg.Batch)
+	rows, err := selectBatch(ctx, tx, cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("select unpublished: %w", err)
 	}
@@ -222,6 +266,13 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 			return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
 		}
 		return len(batch), failpoint.Inject("relay.after-mark")
+	}
+	if cfg.Log.Enabled(ctx, slog.LevelDebug) {
+		var b strings.Builder
+		for _, r := range batch {
+			fmt.Fprintf(&b, "%s:%d ", r.agg, r.seq)
+		}
+		cfg.Log.Debug("relay batch", "db", s.Name, "rows", b.String())
 	}
 	if err := cfg.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
