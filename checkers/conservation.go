@@ -29,6 +29,10 @@ func checkConservation(ix *Index, b *builder) {
 		b.unknown("%s", s)
 	}
 	// stock
+	stockOK := ix.StockSnap == nil || ix.StockSnap.Complete
+	if !stockOK {
+		b.unknown("stock query incomplete: %s", ix.StockSnap.Error)
+	}
 	for _, sku := range ix.StockSKUs {
 		s := ix.Stock[sku]
 		if s.Available < 0 || s.Reserved < 0 {
@@ -53,6 +57,9 @@ func checkConservation(ix *Index, b *builder) {
 		held, heldOps, heldKnown := heldByApproved(ix)
 		for _, sku := range skus {
 			s, ok := ix.Stock[sku]
+			if !ok && !stockOK {
+				continue
+			}
 			if !ok {
 				b.unknown("no final stock for %s", sku)
 				continue
@@ -104,6 +111,10 @@ func checkConservation(ix *Index, b *builder) {
 			if req := ix.Request(o); want == 0 && req != nil {
 				want = req.Total
 			}
+			if want == 0 {
+				b.unknown("order %s ended %s but its total is not recorded", id, o.Final.Status)
+				continue
+			}
 		}
 		expected += want
 		if net != want {
@@ -121,6 +132,12 @@ func checkConservation(ix *Index, b *builder) {
 func heldByApproved(ix *Index) (map[string]int64, map[string][]int64, string) {
 	if ix.Quiesce == nil {
 		return nil, nil, "no quiesce op"
+	}
+	if ix.Quiesce.Error != "" {
+		return nil, nil, "quiesce could not ask the target: " + ix.Quiesce.Error
+	}
+	if ix.OrdersSnap != nil && !ix.OrdersSnap.Complete {
+		return nil, nil, "order list incomplete"
 	}
 	if !ix.Quiesce.AllTerminal {
 		return nil, nil, "quiesce says sagas were still in flight"

@@ -228,7 +228,7 @@ func unexpected(k []byte, fields ...string) bool {
 	return false
 }
 
-var eventFields = []string{"topic", "partition", "offset", "key", "event_id", "seq", "source", "payload", "malformed"}
+var eventFields = []string{"topic", "partition", "offset", "key", "event_id", "seq", "source", "timestamp_ns", "payload", "malformed"}
 
 func decodeEvent(raw []byte, r *models.EventRecord, in interner, order string) error {
 	ok := scanObject(raw, func(k, v []byte) bool {
@@ -249,6 +249,8 @@ func decodeEvent(raw []byte, r *models.EventRecord, in interner, order string) e
 			return in.str(v, &r.Source)
 		case "malformed":
 			return jstr(v, &r.Malformed)
+		case "timestamp_ns":
+			return jint(v, &r.Timestamp)
 		case "payload":
 			return true
 		}

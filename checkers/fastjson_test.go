@@ -28,6 +28,7 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 	awkward := []string{
 		`{"topic":"a\"b","partition":1,"offset":12,"key":"o-1","event_id":"e\u0031","seq":3,"source":"orders","payload":{"x":[1,{"y":"}"}]}}`,
 		`{"Topic":"upper","Seq":2}`,
+		`{"topic":"t","timestamp_ns":1700000000000000000,"seq":1}`,
 		`{"seq":1e2,"offset":-5}`,
 		`{"amount":12.5,"status":"succeeded"}`,
 		`{ "db" : "orders" , "id" : 7 , "published" : true , "extra" : null }`,

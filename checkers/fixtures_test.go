@@ -83,6 +83,15 @@ func fixtures() []fixture {
 		}},
 		{"saga-terminates-no-final-state.unknown.jsonl", func() *models.History {
 			h := forced(17, &plan{})
+			h.Ops = editValue(h.Ops, func(o models.Op) bool { return o.F == models.FOrdersSnapshot }, func(m map[string]any) {
+				m["complete"] = false
+				m["error"] = "GET /orders: context deadline exceeded"
+			})
+			h.Ops = renumber(slices.DeleteFunc(h.Ops, isOp(models.State, models.FOrderState, victim)))
+			return h
+		}},
+		{"saga-terminates-lost-order.bad.jsonl", func() *models.History {
+			h := forced(22, &plan{})
 			h.Ops = renumber(slices.DeleteFunc(h.Ops, isOp(models.State, models.FOrderState, victim)))
 			return h
 		}},

@@ -296,6 +296,7 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 	for _, id := range ids {
 		w.add(models.ProcObserver, models.State, models.FOrderState, id, w.finals[id])
 	}
+	w.add(models.ProcObserver, models.State, models.FOrdersSnapshot, "", models.Snapshot{Rows: len(ids), Complete: true})
 	skus := make([]string, 0, len(stock))
 	for k := range stock {
 		skus = append(skus, k)
@@ -304,6 +305,7 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 	for _, k := range skus {
 		w.add(models.ProcObserver, models.State, models.FStockState, "", models.StockState{SKU: k, Available: avail[k], Reserved: held[k]})
 	}
+	w.add(models.ProcObserver, models.State, models.FStockSnapshot, "", models.Snapshot{Rows: len(skus), Complete: true})
 	for _, db := range w.dbs {
 		for _, r := range w.rows[db] {
 			w.add(models.ProcObserver, models.State, models.FOutboxRow, r.order, r.row)
@@ -313,6 +315,7 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 	for _, a := range w.applied {
 		w.add(models.ProcObserver, models.State, models.FApplied, a.order, a.a)
 	}
+	w.add(models.ProcObserver, models.State, models.FAppliedSnapshot, "", models.Snapshot{Rows: len(w.applied), Complete: true})
 	var topics []string
 	n := 0
 	for _, k := range w.parts {

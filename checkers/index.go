@@ -60,7 +60,12 @@ type Index struct {
 
 	Quiesce   *models.Quiesce
 	QuiesceOp int64
-	Run       *models.RunInfo
+	// Snapshots closing the order list, the stock query and the applied
+	// queries (nil: the history predates them or the observer never got
+	// there). An incomplete one means its observation is not evidence.
+	OrdersSnap, StockSnap *SnapFact
+	AppliedSnaps          []SnapFact
+	Run                   *models.RunInfo
 	// Interrupted is set when the harness recorded an interrupted op.
 	Interrupted bool
 
@@ -590,6 +595,21 @@ func (ix *Index) state(op *models.Op) {
 			return
 		}
 		ix.KafkaSnap, ix.KafkaOp = &s, op.I
+	case models.FOrdersSnapshot, models.FStockSnapshot, models.FAppliedSnapshot:
+		var sn models.Snapshot
+		if op.Decode(&sn) != nil {
+			fail()
+			return
+		}
+		f := &SnapFact{Op: op.I, OutboxSnapshot: models.OutboxSnapshot(sn)}
+		switch op.F {
+		case models.FOrdersSnapshot:
+			ix.OrdersSnap = f
+		case models.FStockSnapshot:
+			ix.StockSnap = f
+		default:
+			ix.AppliedSnaps = append(ix.AppliedSnaps, *f)
+		}
 	case models.FQuiesce:
 		var q models.Quiesce
 		if op.Decode(&q) != nil {
@@ -651,4 +671,18 @@ func (ix *Index) internPart(topic string, p int32) int32 {
 		ix.PartNames = append(ix.PartNames, k)
 	}
 	return id
+}
+
+// OrdersComplete reports whether the observer listed every order the
+// target knows (a complete orders-snapshot), so that an order's absence
+// from the final states is evidence.
+func (ix *Index) OrdersComplete() bool { return ix.OrdersSnap != nil && ix.OrdersSnap.Complete }
+
+// quiesceEvidence returns the quiesce op when its Pending list can be
+// believed (it exists and the target's API answered).
+func (ix *Index) quiesceEvidence() *models.Quiesce {
+	if ix.Quiesce == nil || ix.Quiesce.Error != "" {
+		return nil
+	}
+	return ix.Quiesce
 }

@@ -14,8 +14,10 @@ import (
 //   - a final order-state whose status is not terminal → invalid ("stuck");
 //   - an acknowledged order with no final state that the quiesce op lists
 //     as pending (AllTerminal=false) → invalid ("stuck");
+//   - an acknowledged order absent from a complete orders-snapshot (the
+//     observer listed every order the target knows) → invalid ("lost-order");
 //   - an acknowledged order with no final state otherwise → unknown: the
-//     history lacks the observation;
+//     history lacks the observation (an incomplete orders-snapshot says why);
 //   - an info (unknown outcome) place-order whose order never shows up in
 //     the final state proves nothing: the request may never have arrived.
 func checkTerminates(ix *Index, b *builder) {
@@ -24,10 +26,13 @@ func checkTerminates(ix *Index, b *builder) {
 		b.unknown("%s", s)
 	}
 	pending := map[string]bool{}
-	if ix.Quiesce != nil && !ix.Quiesce.AllTerminal {
-		for _, id := range ix.Quiesce.Pending {
+	if q := ix.quiesceEvidence(); q != nil && !q.AllTerminal {
+		for _, id := range q.Pending {
 			pending[id] = true
 		}
+	}
+	if ix.OrdersSnap != nil && !ix.OrdersSnap.Complete {
+		b.unknown("order list incomplete: %s", ix.OrdersSnap.Error)
 	}
 	var accepted, terminal int64
 	for _, id := range ix.OrderIDs {
@@ -45,6 +50,9 @@ func checkTerminates(ix *Index, b *builder) {
 		case pending[id]:
 			b.flag("stuck", id, "acknowledged order still in flight when the quiescence deadline passed",
 				append(append([]int64{}, o.Acks...), ix.QuiesceOp)...)
+		case ix.OrdersComplete():
+			b.flag("lost-order", id, "acknowledged order is missing from the target's complete order list",
+				append(append([]int64{}, o.Acks...), ix.OrdersSnap.Op)...)
 		default:
 			b.unknown("acknowledged order %s has no final state", id)
 		}
