@@ -1,0 +1,108 @@
+package failpoint
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSetupRejects(t *testing.T) {
+	cases := []struct{ spec, want string }{
+		{"nope=crash", "unknown failpoint"},
+		{"relay.after-select", "want name=action"},
+		{"relay.after-select=explode", "unknown action"},
+		{"relay.after-select=crash@0", "bad hit count"},
+		{"relay.after-select=sleep(forever)", "bad sleep duration"},
+	}
+	for _, c := range cases {
+		t.Run(c.spec, func(t *testing.T) {
+			defer Reset()
+			err := Setup(c.spec, "", "x")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Setup(%q) = %v, want an error containing %q", c.spec, err, c.want)
+			}
+		})
+	}
+}
+
+// An armed point fires on its Nth hit only, and the log has one "reached"
+// line per point plus one line per firing.
+func TestFiresOnNthHitAndLogs(t *testing.T) {
+	defer Reset()
+	log := filepath.Join(t.TempDir(), "fp.jsonl")
+	if err := Setup(" payment.after-charge=error@3 ; relay.after-mark=sleep(1ms) ", log, "payment-1"); err != nil {
+		t.Fatal(err)
+	}
+	var errs []int
+	for i := 1; i <= 5; i++ {
+		if err := Inject("payment.after-charge"); err != nil {
+			if !errors.Is(err, ErrInjected) {
+				t.Fatalf("hit %d: %v is not ErrInjected", i, err)
+			}
+			errs = append(errs, i)
+		}
+	}
+	if len(errs) != 1 || errs[0] != 3 {
+		t.Fatalf("error on hits %v, want [3]", errs)
+	}
+	start := time.Now()
+	if err := Inject("relay.after-mark"); err != nil || time.Since(start) < time.Millisecond {
+		t.Fatalf("sleep action: err %v after %v", err, time.Since(start))
+	}
+	Inject("orders.after-create") // reached, not armed
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []logLine
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l logLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	want := []logLine{
+		{"payment-1", "payment.after-charge", 1, ""},
+		{"payment-1", "payment.after-charge", 3, "error"},
+		{"payment-1", "relay.after-mark", 1, ""},
+		{"payment-1", "relay.after-mark", 1, "sleep"},
+		{"payment-1", "orders.after-create", 1, ""},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("log has %d lines %+v, want %+v", len(lines), lines, want)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d = %+v, want %+v", i, lines[i], want[i])
+		}
+	}
+}
+
+// Off means off: nothing armed, no log, no counting.
+func TestOffCostsNothing(t *testing.T) {
+	Reset()
+	if err := Inject("relay.after-select"); err != nil {
+		t.Fatal(err)
+	}
+	if points["relay.after-select"].hits.Load() != 0 {
+		t.Fatal("a disarmed point counted a hit")
+	}
+	if n := testing.AllocsPerRun(100, func() { Inject("relay.after-select") }); n != 0 {
+		t.Fatalf("Inject allocates %v times when off", n)
+	}
+}
+
+func BenchmarkInjectOff(b *testing.B) {
+	Reset()
+	for b.Loop() {
+		Inject("relay.after-select")
+	}
+}
