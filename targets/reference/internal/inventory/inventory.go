@@ -107,6 +107,14 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	var replyType string
 	switch e.Type {
 	case msg.ReserveStock:
+		if mutant.Is(mutant.NonIdempotentConsumer) {
+			// Planted bug: without the processed-messages table the handler
+			// trusts every delivery and reserves again.
+			status = ""
+			if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE order_id = $1 AND status = 'RESERVED'`, p.OrderID); err != nil {
+				return fmt.Errorf("mutant: %w", err)
+			}
+		}
 		switch status {
 		case "RESERVED":
 			replyType = msg.StockReserved

@@ -96,7 +96,9 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lastClean := time.Time{}
+			// The first cleanup waits one interval: a (re)started relay
+			// publishes before it deletes anything.
+			lastClean := time.Now()
 			for n := 0; ctx.Err() == nil; {
 				moved, err := Poll(ctx, cfg, s)
 				if err != nil {
