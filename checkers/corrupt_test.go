@@ -86,6 +86,17 @@ var corruptions = []corruption{
 		ops[b].Value = setField(ops[b].Value, "position", pa)
 		return ops
 	}},
+	{name: "unkeyed-record", want: []string{"per-aggregate-order"}, mutate: func(ops []models.Op) []models.Op {
+		return editValue(ops, func(o models.Op) bool { return o.Type == models.Event && o.F == "DeliveryScheduled" && o.Order == victim },
+			func(m map[string]any) { m["key"] = "" })
+	}},
+	{name: "double-charge", want: []string{"no-double-effect", "conservation"}, mutate: func(ops []models.Op) []models.Op {
+		at := slices.IndexFunc(ops, isOp(models.Effect, models.FCharge, victim))
+		dup := ops[at]
+		dup.Value = setField(dup.Value, "replay", false)
+		dup.Value = setField(dup.Value, "charge_id", "ch-again")
+		return slices.Insert(ops, at+1, dup)
+	}},
 	{name: "wrong-amount", want: []string{"conservation"}, mutate: func(ops []models.Op) []models.Op {
 		return editValue(ops, isOp(models.Effect, models.FCharge, victim), func(m map[string]any) { m["amount"] = m["amount"].(float64) + 1 })
 	}},
