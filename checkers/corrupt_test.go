@@ -87,7 +87,9 @@ var corruptions = []corruption{
 		return ops
 	}},
 	{name: "unkeyed-record", want: []string{"per-aggregate-order"}, mutate: func(ops []models.Op) []models.Op {
-		return editValue(ops, func(o models.Op) bool { return o.Type == models.Event && o.F == "DeliveryScheduled" && o.Order == victim },
+		return editValue(ops, func(o models.Op) bool {
+			return o.Type == models.Event && o.F == "DeliveryScheduled" && o.Order == victim
+		},
 			func(m map[string]any) { m["key"] = "" })
 	}},
 	{name: "double-charge", want: []string{"no-double-effect", "conservation"}, mutate: func(ops []models.Op) []models.Op {
