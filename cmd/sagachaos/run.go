@@ -176,7 +176,7 @@ func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) in
 	_ = reports.WriteTerminal(stdout, res.Verdict, filepath.Join(res.RunDir, "report.html"), tty && isTerminal(stdout))
 	code := res.Verdict.Status.ExitCode()
 	if code != 0 {
-		fmt.Fprintf(stdout, "replay: %s   (or: sagachaos repro %s)\n", o.Repro, res.RunDir)
+		fmt.Fprintf(stdout, "replay the exact scenario.json: sagachaos repro %s\n", res.RunDir)
 	}
 	return code
 }

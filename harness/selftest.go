@@ -1,0 +1,285 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
+)
+
+// SelfTestOptions configure the self-test gate (issue #7): every planted bug
+// must be caught by its expected checker within a bounded number of seeds,
+// and the correct target must never be flagged.
+type SelfTestOptions struct {
+	Manifest *targets.Manifest
+	Bin      string
+	Failpts  []targets.Failpoint
+	OutDir   string
+	Env      Options // Env, Logger and HealthTimeout are taken from here
+	// Mutants to test (empty: every mutant in the manifest).
+	Mutants []string
+	// MutantSeeds bounds the seeds tried per mutant before it escapes.
+	MutantSeeds int
+	// DetectSeeds is how many seeds each mutant is run with to measure
+	// time-to-detect (median and worst); 1 stops at the first catch.
+	DetectSeeds int
+	// Reference lists the scenarios the correct target runs (empty: every
+	// named scenario), each with ReferenceSeeds seeds.
+	Reference      []string
+	ReferenceSeeds int
+	Progress       func(string)
+}
+
+// MutantResult is one row of the gate.
+type MutantResult struct {
+	Mutant   string
+	Expected []string
+	Caught   bool
+	// FiredBy is the expected checker that fired (or, when none did, the
+	// checkers that fired instead).
+	FiredBy  string
+	Scenario string
+	// Detect are the wall times from run start to verdict of the catching
+	// runs; Runs counts every run made for this mutant.
+	Detect []time.Duration
+	Runs   int
+	Seeds  []uint64 // seeds tried
+	Err    string
+}
+
+// ReferenceResult is one correct-target run.
+type ReferenceResult struct {
+	Scenario string
+	Seed     uint64
+	Status   models.Status
+	Wall     time.Duration
+	Err      string
+	Dir      string
+}
+
+// SelfTestReport is the whole gate.
+type SelfTestReport struct {
+	Mutants   []MutantResult
+	Reference []ReferenceResult
+	Coverage  Coverage
+	Wall      time.Duration
+}
+
+// Passed reports whether the gate is green: every mutant caught by an
+// expected checker, every reference run valid, every failpoint reached.
+func (r SelfTestReport) Passed() bool {
+	for _, m := range r.Mutants {
+		if !m.Caught {
+			return false
+		}
+	}
+	for _, x := range r.Reference {
+		if x.Status != models.Valid {
+			return false
+		}
+	}
+	return len(r.Coverage.Unreached()) == 0
+}
+
+func (o SelfTestOptions) run(ctx context.Context, name, mutant string, seed uint64, dirs *[]string) (Result, time.Duration, error) {
+	spec, err := scenarios.Load(name)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	sc, err := scenarios.Generate(spec, seed, Catalog(o.Manifest, o.Failpts))
+	if err != nil {
+		return Result{}, 0, err
+	}
+	opts := o.Env
+	opts.Manifest, opts.Mutant, opts.Scenario, opts.Bin = o.Manifest, mutant, sc, o.Bin
+	label := "reference"
+	if mutant != "" {
+		label = mutant
+	}
+	opts.RunDir = filepath.Join(o.OutDir, fmt.Sprintf("%s-%s-%d", label, name, seed))
+	opts.Repro = fmt.Sprintf("sagachaos run --target %s --mutant %s --scenario %s --seed %d", o.Manifest.Name, mutant, name, seed)
+	start := time.Now()
+	res, err := Run(ctx, opts)
+	if err == nil {
+		*dirs = append(*dirs, res.RunDir)
+	}
+	return res, time.Since(start), err
+}
+
+// SelfTest runs the gate.
+func SelfTest(ctx context.Context, o SelfTestOptions) (SelfTestReport, error) {
+	start := time.Now()
+	var rep SelfTestReport
+	var dirs []string
+	say := func(format string, a ...any) {
+		if o.Progress != nil {
+			o.Progress(fmt.Sprintf(format, a...))
+		}
+	}
+	if o.MutantSeeds < 1 {
+		o.MutantSeeds = 5
+	}
+	if o.DetectSeeds < 1 {
+		o.DetectSeeds = 1
+	}
+	if o.ReferenceSeeds < 1 {
+		o.ReferenceSeeds = 1
+	}
+	want := map[string]bool{}
+	for _, m := range o.Mutants {
+		want[m] = true
+	}
+	for _, mu := range o.Manifest.Mutants {
+		if len(want) > 0 && !want[mu.Name] {
+			continue
+		}
+		mr := MutantResult{Mutant: mu.Name, Expected: mu.Checkers}
+		fired := map[string]bool{}
+	seeds:
+		for seed := uint64(1); seed <= uint64(o.MutantSeeds); seed++ {
+			for _, sc := range mu.Scenarios {
+				if ctx.Err() != nil {
+					return rep, ctx.Err()
+				}
+				res, wall, err := o.run(ctx, sc, mu.Name, seed, &dirs)
+				mr.Runs++
+				mr.Seeds = append(mr.Seeds, seed)
+				if err != nil {
+					mr.Err = err.Error()
+					say("%s: %s seed %d: error: %v", mu.Name, sc, seed, err)
+					continue
+				}
+				hit := ""
+				for _, r := range res.Verdict.Results {
+					if r.Status != models.Invalid {
+						continue
+					}
+					fired[r.Checker] = true
+					for _, e := range mu.Checkers {
+						if r.Checker == e && hit == "" {
+							hit = e
+						}
+					}
+				}
+				say("%s: %s seed %d: %s in %v", mu.Name, sc, seed, orDefault(hit, "escaped"), wall.Truncate(time.Millisecond))
+				if hit != "" {
+					mr.Caught, mr.FiredBy, mr.Scenario = true, hit, sc
+					mr.Detect = append(mr.Detect, wall)
+					if len(mr.Detect) >= o.DetectSeeds {
+						break seeds
+					}
+					continue seeds
+				}
+			}
+		}
+		if !mr.Caught {
+			var fs []string
+			for f := range fired {
+				fs = append(fs, f)
+			}
+			sort.Strings(fs)
+			mr.FiredBy = strings.Join(fs, ",")
+		}
+		rep.Mutants = append(rep.Mutants, mr)
+	}
+	names := o.Reference
+	if len(names) == 0 {
+		names = scenarios.Names()
+	}
+	for _, sc := range names {
+		for seed := uint64(1); seed <= uint64(o.ReferenceSeeds); seed++ {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			res, wall, err := o.run(ctx, sc, "", seed, &dirs)
+			rr := ReferenceResult{Scenario: sc, Seed: seed, Status: res.Verdict.Status, Wall: wall, Dir: res.RunDir}
+			if err != nil {
+				rr.Err, rr.Status = err.Error(), models.Unknown
+			}
+			say("reference: %s seed %d: %s in %v", sc, seed, rr.Status, wall.Truncate(time.Millisecond))
+			rep.Reference = append(rep.Reference, rr)
+		}
+	}
+	cov, err := FailpointCoverage(dirs, o.Failpts)
+	if err != nil {
+		return rep, err
+	}
+	rep.Coverage = cov
+	rep.Wall = time.Since(start)
+	return rep, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// Write prints the gate's tables.
+func (r SelfTestReport) Write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MUTANT\tCAUGHT\tCHECKER\tSCENARIO\tMEDIAN\tWORST\tRUNS\tSEEDS")
+	caught := 0
+	for _, m := range r.Mutants {
+		c := "no"
+		if m.Caught {
+			c = "yes"
+			caught++
+		}
+		med, worst := "-", "-"
+		if len(m.Detect) > 0 {
+			d := append([]time.Duration(nil), m.Detect...)
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			med, worst = d[len(d)/2].Truncate(100*time.Millisecond).String(), d[len(d)-1].Truncate(100*time.Millisecond).String()
+		}
+		fired := m.FiredBy
+		if !m.Caught {
+			fired = "want " + strings.Join(m.Expected, "|") + "; fired: " + orDefault(m.FiredBy, "none")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.Mutant, c, fired, orDefault(m.Scenario, "-"), med, worst, m.Runs, seedList(m.Seeds))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d/%d mutants caught by their intended checker\n\n", caught, len(r.Mutants))
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REFERENCE SCENARIO\tSEED\tVERDICT\tWALL")
+	bad := 0
+	for _, x := range r.Reference {
+		st := string(x.Status)
+		if x.Err != "" {
+			st = "error: " + firstLine(x.Err)
+		}
+		if x.Status != models.Valid {
+			bad++
+			st += "  (" + x.Dir + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.Scenario, x.Seed, st, x.Wall.Truncate(100*time.Millisecond))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d reference runs, %d not valid\n\nfailpoint coverage:\n", len(r.Reference), bad)
+	r.Coverage.Write(w)
+	if u := r.Coverage.Unreached(); len(u) > 0 {
+		fmt.Fprintf(w, "UNREACHED failpoints (holes in the harness): %s\n", strings.Join(u, ", "))
+	}
+	fmt.Fprintf(w, "\ngate wall time: %v — %s\n", r.Wall.Truncate(time.Second), map[bool]string{true: "PASS", false: "FAIL"}[r.Passed()])
+}
+
+func seedList(s []uint64) string {
+	seen := map[uint64]bool{}
+	var parts []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			parts = append(parts, fmt.Sprint(x))
+		}
+	}
+	return strings.Join(parts, ",")
+}
