@@ -52,7 +52,8 @@ var corruptions = []corruption{
 		r := mkOp(models.ProcGateway, models.Effect, models.FRefund, victim, models.RefundEffect{RefundID: "re-x", ChargeID: "ch-" + victim, Amount: 100, Status: "succeeded"})
 		return slices.Insert(ops, at+1, r)
 	}},
-	{name: "hanging-reserve", want: []string{"compensation-order", "conservation"}, bug: bugHangingReserve},
+	{name: "hanging-reserve", want: []string{"compensation-order", "conservation", "all-or-nothing"}, bug: bugHangingReserve},
+	{name: "out-of-order-compensation", want: []string{"all-or-nothing", "conservation"}, bug: bugOutOfOrderComp},
 	{name: "compensate-after-pivot", want: []string{"pivot"}, bug: bugCompensateAfterPiv},
 	{name: "email-before-pivot", want: []string{"pivot"}, bug: bugEmailBeforePivot},
 	{name: "lost-event", want: []string{"no-lost-event"}, mutate: func(ops []models.Op) []models.Op {

@@ -162,9 +162,11 @@ func TestFixtures(t *testing.T) {
 		t.Fatalf("no fixtures in testdata/ (%v): run go test -run Fixtures -update", err)
 	}
 	seen := map[string]bool{}
+	ran := 0
 	for _, path := range files {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
+			ran++
 			checker, status := parseFixtureName(t, name)
 			seen[checker+"."+string(status)] = true
 			h, err := models.ReadHistoryFile(path)
@@ -200,6 +202,9 @@ func TestFixtures(t *testing.T) {
 				}
 			}
 		})
+	}
+	if ran < len(files) {
+		return // filtered with -run: coverage is not the question
 	}
 	// every checker has at least one bad fixture
 	for _, n := range Names() {

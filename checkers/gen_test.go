@@ -65,9 +65,10 @@ var clientModes = []string{clientOK, clientDouble, clientTimeoutMade, clientTime
 // Plan bugs: a defect planted consistently through the whole history.
 const (
 	bugNone               = ""
-	bugHangingReserve     = "hanging-reserve"        // release applied before a late reserve, which is then applied
-	bugEmailBeforePivot   = "email-before-pivot"     // confirmation e-mail sent before the charge
-	bugCompensateAfterPiv = "compensate-after-pivot" // delivery failure refunds instead of retrying
+	bugHangingReserve     = "hanging-reserve"           // release applied before a late reserve, which is then applied
+	bugEmailBeforePivot   = "email-before-pivot"        // confirmation e-mail sent before the charge
+	bugCompensateAfterPiv = "compensate-after-pivot"    // delivery failure refunds instead of retrying
+	bugOutOfOrderComp     = "out-of-order-compensation" // a release before the reserve leaves no tombstone; the late reserve holds stock
 )
 
 // plan is one order's fate.
@@ -235,7 +236,8 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 		if !p.created() {
 			continue
 		}
-		ok := p.bug != bugHangingReserve && !p.stepTimeout
+		late := p.bug == bugHangingReserve || p.bug == bugOutOfOrderComp
+		ok := !late && !p.stepTimeout
 		for _, it := range p.items {
 			ok = ok && avail[it.SKU] >= int64(it.Qty)
 		}
@@ -246,7 +248,7 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 				avail[it.SKU] -= int64(it.Qty)
 				held[it.SKU] += int64(it.Qty)
 			}
-			if p.bug == bugHangingReserve && avail[it.SKU] >= int64(it.Qty) {
+			if late && avail[it.SKU] >= int64(it.Qty) {
 				// the hanging reservation really holds stock
 				avail[it.SKU] -= int64(it.Qty)
 				held[it.SKU] += int64(it.Qty)
@@ -418,7 +420,7 @@ func (w *world) orderTrack(p *plan) []step {
 		func() []step { cmdReserve = w.publish("orders", id, "ReserveStock"); return nil },
 	}
 	switch {
-	case p.stepTimeout || p.bug == bugHangingReserve:
+	case p.stepTimeout || p.bug == bugHangingReserve || p.bug == bugOutOfOrderComp:
 		// the orchestrator times out waiting for the reservation and
 		// compensates before the inventory saw the reserve command
 		steps = append(steps,
@@ -430,12 +432,16 @@ func (w *world) orderTrack(p *plan) []step {
 			},
 			func() []step {
 				w.consume("inventory", cmdRelease)
-				evReleased = w.publish("inventory", id, "StockReleased")
+				if p.bug == bugOutOfOrderComp {
+					evReleased = w.publish("inventory", id, "StockNotReserved")
+				} else {
+					evReleased = w.publish("inventory", id, "StockReleased")
+				}
 				return nil
 			},
 			func() []step {
 				w.consume("inventory", cmdReserve)
-				if p.bug == bugHangingReserve {
+				if p.bug == bugHangingReserve || p.bug == bugOutOfOrderComp {
 					evStock = w.publish("inventory", id, "StockReserved") // the bug
 				} else {
 					evStock = w.publish("inventory", id, "StockRejected") // tombstone

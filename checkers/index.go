@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -84,6 +85,9 @@ type Index struct {
 	strs       interner
 	// PartNames lists the interned topic-partitions by id.
 	PartNames []topicPart
+
+	srcDBOnce sync.Once
+	srcDB     map[string]string
 
 	// spec-derived lookup tables
 	fwdEvent, compEvent map[string]int // event type -> step index
@@ -685,4 +689,34 @@ func (ix *Index) quiesceEvidence() *models.Quiesce {
 		return nil
 	}
 	return ix.Quiesce
+}
+
+// SourceDB returns the database whose outbox a source publishes from:
+// learnt from the source's records that match an outbox row, else the
+// database named like the source. ok is false when unknown or ambiguous.
+func (ix *Index) SourceDB(source string) (db string, ok bool) {
+	ix.srcDBOnce.Do(func() {
+		ix.srcDB = map[string]string{}
+		for n := range ix.Events {
+			e := &ix.Events[n]
+			row, ok := ix.RowsByEvent[e.EventID]
+			if e.EventID == "" || !ok {
+				continue
+			}
+			db := ix.Rows[row].DB
+			if cur, ok := ix.srcDB[e.Source]; !ok {
+				ix.srcDB[e.Source] = db
+			} else if cur != db {
+				ix.srcDB[e.Source] = "" // ambiguous
+			}
+		}
+	})
+	db, ok = ix.srcDB[source]
+	if !ok {
+		if _, have := ix.OutboxSnaps[source]; have {
+			return source, true
+		}
+		return "", false
+	}
+	return db, db != ""
 }

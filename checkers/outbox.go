@@ -70,20 +70,6 @@ func checkNoPhantomEvent(ix *Index, b *builder) {
 		}
 		return
 	}
-	// source -> database, learnt from matches; "" marks an ambiguous source
-	srcDB := map[string]string{}
-	for _, e := range ix.Events {
-		row, ok := ix.RowsByEvent[e.EventID]
-		if e.EventID == "" || !ok {
-			continue
-		}
-		db := ix.Rows[row].DB
-		if cur, ok := srcDB[e.Source]; !ok {
-			srcDB[e.Source] = db
-		} else if cur != db {
-			srcDB[e.Source] = ""
-		}
-	}
 	var matched int64
 	for _, e := range ix.Events {
 		if e.EventID == "" {
@@ -94,10 +80,7 @@ func checkNoPhantomEvent(ix *Index, b *builder) {
 			matched++
 			continue
 		}
-		db, ok := srcDB[e.Source]
-		if !ok {
-			db = e.Source
-		}
+		db, _ := ix.SourceDB(e.Source)
 		snap, have := ix.OutboxSnaps[db]
 		if db == "" || !have {
 			b.unknown("event #%d from source %q: no outbox snapshot of its database", e.Op, e.Source)
