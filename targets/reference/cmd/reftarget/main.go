@@ -31,6 +31,7 @@ import (
 	"github.com/sagachaos/sagachaos/targets/reference/internal/msg"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/orders"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/outbox"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/payment"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/relay"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
@@ -195,6 +196,14 @@ func run(ctx context.Context, component string) error {
 	}
 	if err := svc.Migrate(ctx, pool, schema); err != nil {
 		return err
+	}
+	if mutant.Is(mutant.DualWrite) || mutant.Is(mutant.PublishBeforeCommit) {
+		direct, err := kgo.NewClient(append(svc.KafkaOpts(c.brokers), kgo.ProducerLinger(0))...)
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		defer direct.Close()
+		outbox.Direct, outbox.DirectPool = direct, pool
 	}
 	if start != nil {
 		start()

@@ -10,7 +10,7 @@ func TestSet(t *testing.T) {
 	if err := Set("no-such-bug"); err == nil {
 		t.Fatal("unknown mutant accepted")
 	}
-	if err := Set(DualWrite); err == nil {
+	if err := Set(CompensateAfterPivot); err == nil {
 		t.Fatal("a mutant without a switch in the code was accepted")
 	}
 	if err := Set(MarkBeforeAck); err != nil || !Is(MarkBeforeAck) || Is(UnkeyedPublish) {

@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS sagas (
 CREATE INDEX IF NOT EXISTS sagas_in_flight ON sagas (deadline) WHERE state NOT IN ('APPROVED', 'CANCELLED');
 `
 
+// processStart is when this orchestrator process started (used only by
+// the volatile-saga-state mutant).
+var processStart = time.Now()
+
 // Saga states.
 const (
 	Reserving        = "RESERVING"
@@ -336,13 +340,19 @@ func (st step) finish(status, trailName, event string) error {
 func (s *Service) lock(ctx context.Context, tx pgx.Tx, order string) (*saga, error) {
 	var sg saga
 	var items []byte
-	err := tx.QueryRow(ctx, `SELECT s.state, o.customer, o.items, o.card, o.total FROM sagas s JOIN orders o ON o.id = s.order_id
-		WHERE s.order_id = $1 FOR UPDATE OF s`, order).Scan(&sg.state, &sg.order.Customer, &items, &sg.order.Card, &sg.order.Total)
+	var touched time.Time
+	err := tx.QueryRow(ctx, `SELECT s.state, s.updated_at, o.customer, o.items, o.card, o.total FROM sagas s JOIN orders o ON o.id = s.order_id
+		WHERE s.order_id = $1 FOR UPDATE OF s`, order).Scan(&sg.state, &touched, &sg.order.Customer, &items, &sg.order.Card, &sg.order.Total)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock saga %s: %w", order, err)
+	}
+	if mutant.Is(mutant.VolatileSagaState) && touched.Before(processStart) {
+		// Planted bug: saga state lived in memory, so a restarted
+		// orchestrator does not know the sagas that were in flight.
+		return nil, nil
 	}
 	sg.order.OrderID = order
 	if err := json.Unmarshal(items, &sg.order.Items); err != nil {

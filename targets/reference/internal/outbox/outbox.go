@@ -16,11 +16,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/msg"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
 )
 
 // Schema creates the outbox, its sequence counters and the inbox
@@ -92,10 +98,60 @@ func Add(ctx context.Context, tx Execer, source string, m Message) (int64, error
 	if err != nil {
 		return 0, fmt.Errorf("outbox: marshal %s: %w", m.Type, err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, aggregate_id, seq, type, topic, source, payload)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		msg.NewID("ev-"), agg, seq, m.Type, m.Topic, source, body); err != nil {
+	eventID := msg.NewID("ev-")
+	published := false
+	if Direct != nil && (mutant.Is(mutant.PublishBeforeCommit) || mutant.Is(mutant.DualWrite)) {
+		published = true // planted bugs: the relay never sees these rows
+		rec := Record(eventID, agg, seq, m.Type, m.Topic, source, body)
+		if mutant.Is(mutant.PublishBeforeCommit) {
+			if err := Direct.ProduceSync(ctx, rec).FirstErr(); err != nil {
+				return 0, fmt.Errorf("outbox (publish-before-commit): %w", err)
+			}
+		} else {
+			go publishAfterCommit(eventID, rec)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, aggregate_id, seq, type, topic, source, payload, published_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8 THEN now() END)`,
+		eventID, agg, seq, m.Type, m.Topic, source, body, published); err != nil {
 		return 0, fmt.Errorf("outbox: insert %s for %s: %w", m.Type, agg, err)
 	}
 	return seq, nil
+}
+
+// Record builds the Kafka record of an outbox row: key = aggregate id and
+// the envelope headers of models.
+func Record(eventID, agg string, seq int64, typ, topic, source string, payload []byte) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: []byte(agg), Value: payload, Headers: []kgo.RecordHeader{
+		{Key: models.HeaderEventID, Value: []byte(eventID)},
+		{Key: models.HeaderAggregateID, Value: []byte(agg)},
+		{Key: models.HeaderSeq, Value: []byte(strconv.FormatInt(seq, 10))},
+		{Key: models.HeaderType, Value: []byte(typ)},
+		{Key: models.HeaderSource, Value: []byte(source)},
+	}}
+}
+
+// Direct and DirectPool are set only when a dual-write or
+// publish-before-commit mutant is on: the service then publishes itself,
+// bypassing the relay.
+var (
+	Direct     *kgo.Client
+	DirectPool *pgxpool.Pool
+)
+
+// publishAfterCommit is the dual-write mutant: wait until the business
+// transaction is visible (committed), then publish. A crash in between
+// loses the message; a rolled-back transaction publishes nothing.
+func publishAfterCommit(eventID string, rec *kgo.Record) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		var one int
+		err := DirectPool.QueryRow(ctx, `SELECT 1 FROM outbox WHERE event_id = $1`, eventID).Scan(&one)
+		if err == nil {
+			Direct.ProduceSync(ctx, rec)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -40,7 +40,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,9 +48,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/failpoint"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
+	"github.com/sagachaos/sagachaos/targets/reference/internal/outbox"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
 )
 
@@ -233,17 +232,10 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 	recs := make([]*kgo.Record, len(batch))
 	for i, r := range batch {
 		ids[i] = r.id
-		key := []byte(r.agg)
+		recs[i] = outbox.Record(r.eventID, r.agg, r.seq, r.typ, r.topic, r.source, r.payload)
 		if mutant.Is(mutant.UnkeyedPublish) {
-			key = nil // planted bug: records of one order spread over partitions
+			recs[i].Key = nil // planted bug: records of one order spread over partitions
 		}
-		recs[i] = &kgo.Record{Topic: r.topic, Key: key, Value: r.payload, Headers: []kgo.RecordHeader{
-			{Key: models.HeaderEventID, Value: []byte(r.eventID)},
-			{Key: models.HeaderAggregateID, Value: []byte(r.agg)},
-			{Key: models.HeaderSeq, Value: []byte(strconv.FormatInt(r.seq, 10))},
-			{Key: models.HeaderType, Value: []byte(r.typ)},
-			{Key: models.HeaderSource, Value: []byte(r.source)},
-		}}
 	}
 	mark := func() error {
 		_, err := tx.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids)
