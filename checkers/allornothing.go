@@ -71,7 +71,7 @@ func checkAllOrNothing(ix *Index, b *builder) {
 // seen in the Kafka log or in an outbox row. Its absence is proof only when
 // that source's outbox snapshot is complete; otherwise unknown.
 func keptByEvents(ix *Index, b *builder, o *OrderFacts) {
-	for i, step := range ix.Spec.Steps {
+	for _, step := range ix.Spec.Steps {
 		if step.Event == "" || step.Compensation == nil || step.Compensation.Event == "" || step.Kind != models.Compensatable {
 			continue
 		}
@@ -109,6 +109,5 @@ func keptByEvents(ix *Index, b *builder, o *OrderFacts) {
 			}
 			b.flag("kept-"+step.Name, o.ID, fmt.Sprintf("order %s but %s committed %s (seq %d) and never %s after it", o.Final.Status, f.src, step.Event, f.seq, step.Compensation.Event), f.op, o.FinalOp, snap.Op)
 		}
-		_ = i
 	}
 }

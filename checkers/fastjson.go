@@ -230,7 +230,10 @@ func unexpected(k []byte, fields ...string) bool {
 
 var eventFields = []string{"topic", "partition", "offset", "key", "event_id", "seq", "source", "timestamp_ns", "payload", "malformed"}
 
-func decodeEvent(raw []byte, r *models.EventRecord, in interner, order string) error {
+// idFunc decodes an event_id, possibly sharing an already-decoded copy.
+type idFunc func(v []byte, dst *string) bool
+
+func decodeEvent(raw []byte, r *models.EventRecord, in interner, order string, id idFunc) error {
 	ok := scanObject(raw, func(k, v []byte) bool {
 		switch string(k) {
 		case "topic":
@@ -242,7 +245,7 @@ func decodeEvent(raw []byte, r *models.EventRecord, in interner, order string) e
 		case "key":
 			return same(v, order, &r.Key)
 		case "event_id":
-			return jstr(v, &r.EventID)
+			return id(v, &r.EventID)
 		case "seq":
 			return jint(v, &r.Seq)
 		case "source":
@@ -296,13 +299,13 @@ func decodeRow(raw []byte, r *models.OutboxRow, in interner) error {
 
 var appliedFields = []string{"consumer", "event_id", "source", "type", "seq", "position"}
 
-func decodeApplied(raw []byte, a *models.Applied, in interner) error {
+func decodeApplied(raw []byte, a *models.Applied, in interner, id idFunc) error {
 	ok := scanObject(raw, func(k, v []byte) bool {
 		switch string(k) {
 		case "consumer":
 			return in.str(v, &a.Consumer)
 		case "event_id":
-			return jstr(v, &a.EventID)
+			return id(v, &a.EventID)
 		case "source":
 			return in.str(v, &a.Source)
 		case "type":

@@ -53,7 +53,7 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 		}
 		check("event", func(b []byte) (any, error) {
 			var r models.EventRecord
-			err := decodeEvent(b, &r, interner{}, "o-1")
+			err := decodeEvent(b, &r, interner{}, "o-1", jstr)
 			return r, err
 		},
 			func(b []byte) (any, error) {
@@ -70,7 +70,7 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 			func(b []byte) (any, error) { var r models.OutboxRow; err := json.Unmarshal(b, &r); return r, err })
 		check("applied", func(b []byte) (any, error) {
 			var r models.Applied
-			err := decodeApplied(b, &r, interner{})
+			err := decodeApplied(b, &r, interner{}, jstr)
 			return r, err
 		},
 			func(b []byte) (any, error) { var r models.Applied; err := json.Unmarshal(b, &r); return r, err })

@@ -40,14 +40,14 @@ type Index struct {
 	EffectsWithoutOrder int
 
 	Events []EventFact
-	// EventsByID maps an event_id to the index in Events of its first
-	// record (duplicates are later records with the same id).
+	// EventsByID maps an event_id to the index in Events of one of its
+	// records (the last; duplicates share the id, key and so partition).
 	EventsByID map[string]int32
 	KafkaSnap  *models.KafkaSnapshot
 	KafkaOp    int64
 
 	Rows []RowFact
-	// RowsByEvent maps an event_id to the index in Rows of its first row.
+	// RowsByEvent maps an event_id to the index in Rows of a row with it.
 	RowsByEvent map[string]int32
 	// OutboxSnaps by database.
 	OutboxSnaps map[string]SnapFact
@@ -79,10 +79,10 @@ type Index struct {
 	names map[string]int32
 	parts map[topicPart]int32
 	// one-entry caches in front of names and Orders
-	lastName   string
-	lastNameID int32
-	lastOrder  *OrderFacts
-	strs       interner
+	nameList  []string
+	lastPart  int32
+	lastOrder *OrderFacts
+	strs      interner
 	// PartNames lists the interned topic-partitions by id.
 	PartNames []topicPart
 
@@ -212,8 +212,8 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		InitialOp:   -1,
 		QuiesceOp:   -1,
 		names:       make(map[string]int32),
-		lastNameID:  -1,
 		strs:        interner{},
+		lastPart:    -1,
 		parts:       make(map[topicPart]int32),
 		fwdEvent:    make(map[string]int),
 		compEvent:   make(map[string]int),
@@ -300,7 +300,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 			}
 		case models.Event:
 			var r models.EventRecord
-			if err := decodeEvent(op.Value, &r, ix.strs, op.Order); err != nil {
+			if err := decodeEvent(op.Value, &r, ix.strs, op.Order, ix.eventID); err != nil {
 				ix.bad("event", op.I)
 				continue
 			}
@@ -313,9 +313,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 				src: ix.intern(r.Source), part: ix.internPart(r.Topic, r.Partition)})
 			n := int32(len(ix.Events) - 1)
 			if r.EventID != "" {
-				if _, dup := ix.EventsByID[r.EventID]; !dup {
-					ix.EventsByID[r.EventID] = n
-				}
+				ix.EventsByID[r.EventID] = n // the last copy: same partition as the first
 			}
 			if ord != "" {
 				o := ix.order(ord)
@@ -566,9 +564,7 @@ func (ix *Index) state(op *models.Op) {
 		ix.Rows = append(ix.Rows, RowFact{Op: op.I, Order: op.Order, OutboxRow: r})
 		n := int32(len(ix.Rows) - 1)
 		if r.EventID != "" {
-			if _, dup := ix.RowsByEvent[r.EventID]; !dup {
-				ix.RowsByEvent[r.EventID] = n
-			}
+			ix.RowsByEvent[r.EventID] = n
 		}
 		if op.Order != "" {
 			o := ix.order(op.Order)
@@ -583,7 +579,7 @@ func (ix *Index) state(op *models.Op) {
 		ix.OutboxSnaps[s.DB] = SnapFact{Op: op.I, OutboxSnapshot: s}
 	case models.FApplied:
 		var a models.Applied
-		if decodeApplied(op.Value, &a, ix.strs) != nil {
+		if decodeApplied(op.Value, &a, ix.strs, ix.eventID) != nil {
 			fail()
 			return
 		}
@@ -654,19 +650,35 @@ type topicPart struct {
 
 // intern maps a short name (source, consumer) to a small id.
 func (ix *Index) intern(name string) int32 {
-	if name == ix.lastName && ix.lastNameID >= 0 {
-		return ix.lastNameID
+	// few distinct names: a scan beats hashing
+	for i, n := range ix.nameList {
+		if n == name {
+			return int32(i)
+		}
 	}
 	id, ok := ix.names[name]
-	defer func() { ix.lastName, ix.lastNameID = name, id }()
 	if !ok {
 		id = int32(len(ix.names))
 		ix.names[name] = id
+		if len(ix.nameList) < 16 && int(id) == len(ix.nameList) {
+			ix.nameList = append(ix.nameList, name)
+		}
 	}
 	return id
 }
 
 func (ix *Index) internPart(topic string, p int32) int32 {
+	if ix.lastPart >= 0 {
+		if lp := ix.PartNames[ix.lastPart]; lp.Partition == p && lp.Topic == topic {
+			return ix.lastPart
+		}
+	}
+	id := ix.internPartSlow(topic, p)
+	ix.lastPart = id
+	return id
+}
+
+func (ix *Index) internPartSlow(topic string, p int32) int32 {
 	k := topicPart{topic, p}
 	id, ok := ix.parts[k]
 	if !ok {
@@ -719,4 +731,18 @@ func (ix *Index) SourceDB(source string) (db string, ok bool) {
 		return "", false
 	}
 	return db, db != ""
+}
+
+// eventID decodes an event_id, sharing the string of an outbox row or an
+// event already decoded with the same id (the observer writes rows before
+// the log, and applied records after it): one allocation per id, not three.
+func (ix *Index) eventID(v []byte, dst *string) bool {
+	if len(v) >= 2 && v[0] == '"' {
+		body := v[1 : len(v)-1]
+		if n, ok := ix.RowsByEvent[string(body)]; ok {
+			*dst = ix.Rows[n].EventID
+			return true
+		}
+	}
+	return jstr(v, dst)
 }
