@@ -171,13 +171,16 @@ type InitialStock struct {
 
 // OutboxRow is one row of a service's outbox as observed after quiescence.
 type OutboxRow struct {
-	DB        string `json:"db"`
-	ID        int64  `json:"id"`
-	EventID   string `json:"event_id"`
-	Seq       int64  `json:"seq"`
-	Type      string `json:"type"`
-	Topic     string `json:"topic,omitempty"`
-	Published bool   `json:"published"`
+	DB      string `json:"db"`
+	ID      int64  `json:"id"`
+	EventID string `json:"event_id"`
+	Seq     int64  `json:"seq"`
+	Type    string `json:"type"`
+	Topic   string `json:"topic,omitempty"`
+	// Published: the row was already marked published when the outbox was
+	// read before the Kafka log was read (the observer reads it twice), so
+	// the record must be in that log.
+	Published bool `json:"published"`
 }
 
 // OutboxSnapshot closes one database's outbox rows. Complete means every row

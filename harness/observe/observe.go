@@ -61,6 +61,9 @@ type Target struct {
 	KafkaTimeout time.Duration
 	// SQLTimeout bounds each SQL query (default 30 s).
 	SQLTimeout time.Duration
+	// DrainWait bounds the wait for the outboxes to publish every row
+	// before they are read (default 15 s).
+	DrainWait time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -199,14 +202,23 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 // (FApplied, then FAppliedSnapshot). A part that fails is recorded as a
 // snapshot with Error and Complete=false and the rest goes on; Observe
 // returns an error only when ctx ended or the recorder could not write.
+//
+// The outbox is read twice, around the Kafka read, because the target may
+// still be publishing after its sagas ended (a relay publishes a saga's last
+// event after the saga's final commit). A recorded row's Published says it
+// was published in the read BEFORE the Kafka log was read, so such a row
+// missing from the log is proof of loss; the rows themselves come from the
+// read AFTER, so an event whose row is missing is proof of a phantom.
+// Before the first read Observe waits (bounded) for the outboxes to drain.
 func Observe(ctx context.Context, rec *models.Recorder, t Target) error {
+	before := publishedBefore(ctx, t)
 	observeKafka(ctx, rec, t)
 	observeOrders(ctx, rec, t)
 	if q := t.Observe.Stock; q != nil {
 		observeStock(ctx, rec, t, *q)
 	}
 	for _, q := range t.Observe.Outbox {
-		observeOutbox(ctx, rec, t, q)
+		observeOutbox(ctx, rec, t, q, before[q.DB])
 	}
 	for _, q := range t.Observe.Applied {
 		observeApplied(ctx, rec, t, q)

@@ -156,13 +156,66 @@ func observeStock(ctx context.Context, rec *models.Recorder, t Target, q targets
 	rec.Record(models.ProcObserver, models.State, FStockSnapshot, "", snap)
 }
 
-func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q targets.Query) {
+// defaultDrainWait bounds the wait for the outboxes to publish everything
+// before the first read.
+const defaultDrainWait = 15 * time.Second
+
+// publishedBefore returns, per outbox database, the event ids already
+// published, after waiting (at most drainWait) until no row is unpublished.
+// A database whose read fails maps to nil: its rows then carry no proof.
+func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
+	wait := t.DrainWait
+	if wait <= 0 {
+		wait = defaultDrainWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		out := map[string]map[string]bool{}
+		pending := 0
+		for _, q := range t.Observe.Outbox {
+			rows, err := query(ctx, t, q, "event_id", "published")
+			if err != nil {
+				out[q.DB] = nil
+				continue
+			}
+			set := map[string]bool{}
+			for _, r := range rows {
+				d := decoder{r: r}
+				id, pub := d.str("event_id"), d.bool("published")
+				if d.err != nil {
+					set = nil
+					break
+				}
+				if pub {
+					set[id] = true
+				} else {
+					pending++
+				}
+			}
+			out[q.DB] = set
+		}
+		if pending == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if pending > 0 {
+				t.logger().Warn("outbox not drained before observation", "unpublished", pending)
+			}
+			return out
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q targets.Query, publishedBefore map[string]bool) {
 	rows, err := query(ctx, t, q, "id", "event_id", "aggregate_id", "seq", "type", "topic", "published")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
 		o := models.OutboxRow{DB: q.DB, ID: d.int("id"), EventID: d.str("event_id"), Seq: d.int("seq"),
-			Type: d.str("type"), Topic: d.str("topic"), Published: d.bool("published")}
+			Type: d.str("type"), Topic: d.str("topic")}
+		// Published only if it already was before the Kafka log was read.
+		o.Published = d.bool("published") && publishedBefore[o.EventID]
 		agg := d.str("aggregate_id")
 		if d.err != nil {
 			err = fmt.Errorf("outbox %s row %d: %w", q.DB, n+1, d.err)
