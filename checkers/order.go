@@ -30,6 +30,12 @@ func checkPerAggregateOrder(ix *Index, b *builder) {
 		b.unknown("no Kafka log and no applied records observed")
 		return
 	}
+	switch {
+	case ix.KafkaSnap == nil:
+		b.unknown("no kafka-snapshot: the log may have been read only in part")
+	case !ix.KafkaSnap.Complete:
+		b.unknown("kafka-snapshot incomplete: %s", ix.KafkaSnap.Error)
+	}
 	// Kafka log: events per partition, in offset order
 	byPart := make([][]int32, len(ix.PartNames))
 	var skipped int64
