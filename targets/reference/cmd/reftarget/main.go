@@ -152,8 +152,13 @@ func run(ctx context.Context, component string) error {
 	if err != nil {
 		return err
 	}
+	ln, err := svc.Listen(c.listen)
+	if err != nil {
+		return err
+	}
 	pool, err := svc.Pool(ctx, dsn, 16)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer pool.Close()
@@ -161,7 +166,7 @@ func run(ctx context.Context, component string) error {
 	var ready atomic.Bool
 	mux := http.NewServeMux()
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- svc.Serve(ctx, c.listen, mux, ready.Load) }()
+	go func() { srvErr <- svc.Serve(ctx, ln, mux, ready.Load) }()
 
 	cc := consumer.Config{Brokers: c.brokers, Group: component, Log: c.log, SessionTimeout: c.session}
 	var schema string
@@ -247,6 +252,10 @@ func runRelay(ctx context.Context, c *common) error {
 	if err != nil {
 		return err
 	}
+	ln, err := svc.Listen(c.listen)
+	if err != nil {
+		return err
+	}
 	cfg := relay.Config{Batch: batch, Interval: interval, Retention: retention, CleanupEvery: cleanup, Log: c.log}
 	for name, dsn := range dbs {
 		p, err := svc.Pool(ctx, dsn, 4)
@@ -270,7 +279,7 @@ func runRelay(ctx context.Context, c *common) error {
 	var ready atomic.Bool
 	ready.Store(true)
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- svc.Serve(ctx, c.listen, nil, ready.Load) }()
+	go func() { srvErr <- svc.Serve(ctx, ln, nil, ready.Load) }()
 	c.log.Info("started", "component", "relay", "databases", len(cfg.Sources))
 	relErr := make(chan error, 1)
 	go func() { relErr <- relay.Run(ctx, cfg) }()

@@ -120,9 +120,20 @@ func KafkaOpts(brokers string) []kgo.Opt {
 	}
 }
 
-// Serve runs the HTTP server on addr until ctx ends. /healthz answers 200
+// Listen binds addr before the process does anything else, so a second
+// incarnation started while the first still runs fails at once (exit 2)
+// instead of working beside it.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("listen on LISTEN_ADDR %s: %v", addr, err)}
+	}
+	return ln, nil
+}
+
+// Serve runs the HTTP server on ln until ctx ends. /healthz answers 200
 // once the caller's ready func says so.
-func Serve(ctx context.Context, addr string, mux *http.ServeMux, ready func() bool) error {
+func Serve(ctx context.Context, ln net.Listener, mux *http.ServeMux, ready func() bool) error {
 	if mux == nil {
 		mux = http.NewServeMux()
 	}
@@ -133,10 +144,6 @@ func Serve(ctx context.Context, addr string, mux *http.ServeMux, ready func() bo
 		}
 		w.Write([]byte("ok\n"))
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return &ConfigError{Msg: fmt.Sprintf("listen on LISTEN_ADDR %s: %v", addr, err)}
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
