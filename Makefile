@@ -19,10 +19,13 @@ test:
 test-short:
 	$(GO) test -short -count=1 -timeout 10m ./...
 
-## bench: benchmarks (cold start, checker throughput, report rendering, orders/s)
+## bench: one table — time to catch each mutant, cold start, checker throughput, orders/s, gate wall time
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./models/... ./checkers/... ./reports/... ./harness/env/...
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 20m ./targets/reference/...
+	./scripts/bench.sh
+
+## selftest: the gate — every mutant caught by its intended checker, the reference valid on every named scenario with 2 seeds
+selftest:
+	$(GO) run ./cmd/sagachaos selftest --mutant-seeds 6 --reference-seeds 2 --out runs/selftest
 
 ## lint: formatting and vet
 lint:
