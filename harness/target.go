@@ -39,6 +39,11 @@ type instance struct {
 	proc    *supervisor.Proc
 	killing bool // the nemesis stopped it on purpose; do not treat the exit as a crash
 	starts  int
+
+	// replaceMu serialises replacing the incarnation: the crash watcher,
+	// the nemesis and the heal step may all decide to restart one instance,
+	// and only the first of them may.
+	replaceMu sync.Mutex
 }
 
 // target is the system under test, started from its manifest.
@@ -314,10 +319,12 @@ func (t *target) watch(in *instance, p *supervisor.Proc) {
 	for attempt := 1; attempt <= 5; attempt++ {
 		time.Sleep(200 * time.Millisecond * time.Duration(attempt))
 		ctx, cancel := context.WithTimeout(context.Background(), t.healthTimeout)
-		err := t.startInstance(ctx, in, true)
+		started, err := t.replace(ctx, in, p)
 		cancel()
 		if err == nil {
-			t.rec.Record(models.ProcNemesis, models.Info, "restart", "", models.FaultRecord{ID: id, Kind: "restart", Phase: models.PhaseInstant, Target: in.name})
+			if started {
+				t.rec.Record(models.ProcNemesis, models.Info, "restart", "", models.FaultRecord{ID: id, Kind: "restart", Phase: models.PhaseInstant, Target: in.name})
+			}
 			return
 		}
 		t.mu.Lock()
@@ -362,10 +369,29 @@ func (t *target) Restart(ctx context.Context, name string) error {
 	t.mu.Lock()
 	p := in.proc
 	t.mu.Unlock()
-	if p != nil && p.Alive() {
-		_ = p.Kill()
+	_, err = t.replace(ctx, in, p)
+	return err
+}
+
+// replace starts a new incarnation of in if its current one is still stale
+// (killing stale first if it lives). It reports whether it started one: a
+// caller that lost the race to another restarter starts nothing.
+func (t *target) replace(ctx context.Context, in *instance, stale *supervisor.Proc) (bool, error) {
+	in.replaceMu.Lock()
+	defer in.replaceMu.Unlock()
+	t.mu.Lock()
+	current := in.proc
+	t.mu.Unlock()
+	if current != stale {
+		return false, nil
 	}
-	return t.startInstance(ctx, in, true)
+	if stale != nil && stale.Alive() {
+		t.mu.Lock()
+		in.killing = true
+		t.mu.Unlock()
+		_ = stale.Kill()
+	}
+	return true, t.startInstance(ctx, in, true)
 }
 
 // Pause SIGSTOPs an instance.
@@ -396,16 +422,9 @@ func (t *target) heal(ctx context.Context) error {
 		t.mu.Unlock()
 		_ = p.Resume()
 		if !p.Alive() {
-			// A crash the watcher is already restarting shows up as a new
-			// proc; give it a moment before starting one ourselves.
-			time.Sleep(100 * time.Millisecond)
-			t.mu.Lock()
-			same := in.proc == p
-			t.mu.Unlock()
-			if same {
-				if err := t.Restart(ctx, name); err != nil {
-					errs = append(errs, err)
-				}
+			// If the crash watcher got there first, replace starts nothing.
+			if _, err := t.replace(ctx, in, p); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
