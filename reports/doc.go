@@ -4,7 +4,7 @@
 //
 // One run directory gets:
 //
-//	WriteJSON    → verdict.json (schema: reports/verdict.md; ReadVerdict reads it back)
+//	WriteJSON    → verdict.json (schema: docs/verdict.md; ReadVerdict reads it back)
 //	WriteJUnit   → junit.xml    (one testsuite per run, one testcase per checker)
 //	WriteHTML    → report.html  (one file, no network; logs linked by relative name)
 //	WriteTerminal→ stdout       (verdict, one line per checker, report path, repro)

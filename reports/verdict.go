@@ -13,7 +13,7 @@ import (
 // WriteJSON writes v as verdict.json: indented two spaces, fields in struct
 // order, a trailing newline, and the schema version filled in, so two runs
 // with the same verdict produce byte-identical files (diffable in CI). The
-// schema is documented in reports/verdict.md. A nil slice of results is
+// schema is documented in docs/verdict.md. A nil slice of results is
 // written as [] rather than null so that readers need no special case.
 func WriteJSON(w io.Writer, v models.Verdict) error {
 	if v.Version == 0 {
