@@ -1,0 +1,158 @@
+package nemesis
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios"
+)
+
+// fakeComponents records process control calls; the nemesis's contract with
+// the target is only these four calls (real processes are covered by the
+// harness and CLI tests).
+type fakeComponents struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeComponents) note(s string)                          { f.mu.Lock(); f.calls = append(f.calls, s); f.mu.Unlock() }
+func (f *fakeComponents) Kill(_ context.Context, n string) error { f.note("kill " + n); return nil }
+func (f *fakeComponents) Restart(_ context.Context, n string) error {
+	f.note("restart " + n)
+	return nil
+}
+func (f *fakeComponents) Pause(n string) error  { f.note("pause " + n); return nil }
+func (f *fakeComponents) Resume(n string) error { f.note("resume " + n); return nil }
+
+type fakeGateway struct {
+	mode string
+	n    int
+}
+
+func (g *fakeGateway) InjectAmbiguous(mode string, n int) error { g.mode, g.n = mode, n; return nil }
+
+// trigger fires once n orders are "invoked" by the test.
+type counter struct {
+	mu      sync.Mutex
+	n       int
+	waiters map[int]chan struct{}
+}
+
+func (c *counter) wait(n int) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{})
+	if c.n >= n {
+		close(ch)
+		return ch
+	}
+	if c.waiters == nil {
+		c.waiters = map[int]chan struct{}{}
+	}
+	if w, ok := c.waiters[n]; ok {
+		return w
+	}
+	c.waiters[n] = ch
+	return ch
+}
+
+func (c *counter) set(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = n
+	for k, ch := range c.waiters {
+		if k <= n {
+			close(ch)
+			delete(c.waiters, k)
+		}
+	}
+}
+
+func TestNemesisAppliesAndJournals(t *testing.T) {
+	ctx := context.Background()
+	e, err := env.Up(ctx, env.Config{Dir: t.TempDir(), Databases: []string{"orders"}, Topics: []env.Topic{{Name: "orders", Partitions: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	defer srv.Close()
+	link, err := e.NewLink("payment→gateway", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := models.NewRecorder(nil, models.Header{})
+	comps := &fakeComponents{}
+	gw := &fakeGateway{}
+	n := &Nemesis{Rec: rec, Env: e, Components: comps, Gateway: gw}
+	faults := []scenarios.Fault{
+		{ID: "f1", Kind: scenarios.FaultLinkDown, Target: "payment→gateway", AfterOrders: 2, Duration: scenarios.Duration(400 * time.Millisecond)},
+		{ID: "f2", Kind: scenarios.FaultKill, Target: "relay-1", AfterOrders: 1, Duration: scenarios.Duration(50 * time.Millisecond)},
+		{ID: "f3", Kind: scenarios.FaultKafkaProduceErr, AfterOrders: 0, Params: map[string]string{"count": "2"}, Duration: scenarios.Duration(50 * time.Millisecond)},
+		{ID: "f4", Kind: scenarios.FaultGatewayAmbiguous, AfterOrders: 0, Params: map[string]string{"mode": "hang", "count": "3"}},
+		{ID: "f5", Kind: scenarios.FaultPause, Target: "payment", AfterOrders: 99, Duration: scenarios.Duration(time.Second)},
+		{ID: "f6", Kind: scenarios.FaultLatency, Target: "no→such", AfterOrders: 0},
+		{ID: "f7", Kind: scenarios.FaultFailpoint, Target: "relay.after-publish", Params: map[string]string{"component": "relay-1", "action": "crash", "hit": "3"}},
+	}
+	c := &counter{}
+	done, heal := make(chan struct{}), make(chan struct{})
+	finished := make(chan struct{})
+	go func() { n.Run(ctx, faults, c.wait, done, heal); close(finished) }()
+
+	c.set(2)
+	// The link-down window is open: a connection through the link fails.
+	deadline := time.Now().Add(5 * time.Second)
+	for link.Enabled() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if link.Enabled() {
+		t.Fatal("link-down never took the link down")
+	}
+	if _, err := net.DialTimeout("tcp", link.Listen(), time.Second); err == nil {
+		t.Error("dial through a downed link succeeded")
+	}
+	close(done) // the workload ends at 2 orders: f5 (after 99) must be skipped
+	select {
+	case <-finished:
+	case <-time.After(20 * time.Second):
+		t.Fatal("nemesis did not finish")
+	}
+	if !link.Enabled() {
+		t.Error("link still down after its window")
+	}
+	if gw.mode != "hang" || gw.n != 3 {
+		t.Errorf("gateway ambiguity = %q×%d, want hang×3", gw.mode, gw.n)
+	}
+	if len(comps.calls) != 2 || comps.calls[0] != "kill relay-1" || comps.calls[1] != "restart relay-1" {
+		t.Errorf("component calls %v, want kill then restart of relay-1", comps.calls)
+	}
+	got := map[string]models.FaultRecord{}
+	for _, op := range rec.Ops() {
+		var fr models.FaultRecord
+		if err := op.Decode(&fr); err != nil || op.Proc != models.ProcNemesis || op.F != fr.Kind {
+			t.Fatalf("bad nemesis op %v", op)
+		}
+		got[fr.ID+"/"+fr.Phase] = fr
+	}
+	for _, want := range []string{"f1/start", "f1/end", "f2/start", "f2/end", "f3/start", "f3/end", "f4/instant", "f5/instant", "f6/start", "f7/instant"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("journal lacks %s; has %v", want, got)
+		}
+	}
+	if fr := got["f5/instant"]; fr.Error == "" {
+		t.Error("a fault whose trigger was never reached is journaled without saying it was skipped")
+	}
+	if fr := got["f6/start"]; fr.Error == "" {
+		t.Error("a fault on an unknown link is journaled as applied")
+	}
+	if fr := got["f1/start"]; fr.Error != "" {
+		t.Errorf("link-down failed: %s", fr.Error)
+	}
+}
