@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -445,8 +446,28 @@ func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.
 		return idx[s]
 	}
 	procIdx, typeIdx, fIdx := map[string]int{}, map[string]int{}, map[string]int{}
+	// A broker record is drawn when it entered the log (its broker
+	// timestamp), not when the observer read it after quiescence.
+	var started int64
+	if h == nil {
+		h = &models.History{}
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, h.Header.Started); err == nil {
+		started = ts.UnixNano()
+	}
+	opT := func(op models.Op) int64 {
+		if op.Type == models.Event && started != 0 {
+			var ev struct {
+				TS int64 `json:"timestamp_ns"`
+			}
+			if json.Unmarshal(op.Value, &ev) == nil && ev.TS > started && ev.TS-started < op.T {
+				return ev.TS - started
+			}
+		}
+		return op.T
+	}
 	enc := func(op models.Op) []any {
-		return []any{op.I, op.T / 1000,
+		return []any{op.I, opT(op) / 1000,
 			intern(&d.Procs, procIdx, Redact(op.Proc)),
 			intern(&d.Types, typeIdx, string(op.Type)),
 			intern(&d.Fs, fIdx, Redact(op.F)),
