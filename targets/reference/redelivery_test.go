@@ -42,10 +42,13 @@ func TestRedeliveryHasNoSecondEffect(t *testing.T) {
 	before := s.snapshot(ctx)
 
 	// 1. Relay-side duplication: every row unpublished again.
-	for _, db := range dbNames {
-		s.exec(ctx, db, `UPDATE outbox SET published_at = NULL`)
+	republish := func(s *system) {
+		for _, db := range dbNames {
+			s.exec(ctx, db, `UPDATE outbox SET published_at = NULL`)
+		}
+		s.waitDrained(ctx)
 	}
-	s.waitDrained(ctx)
+	republish(s)
 	if got := s.snapshot(ctx); !maps.Equal(got, before) {
 		t.Errorf("republishing every outbox row changed the system:\n%s", diff(before, got))
 	}
@@ -220,4 +223,26 @@ func diff(a, b map[string]int64) string {
 		}
 	}
 	return sb.String()
+}
+
+// The same redelivery against the non-idempotent-consumer mutant must
+// change something: proof that the test above can fail.
+func TestRedeliveryCatchesNonIdempotentConsumer(t *testing.T) {
+	reqs, stock := workload("dupm", 30)
+	s := startSystem(t, sysOpts{stock: stock, mutant: "non-idempotent-consumer"})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	placed := s.placeAll(ctx, reqs, 4)
+	s.settle(ctx, len(placed))
+	s.waitDrained(ctx)
+	before := s.snapshot(ctx)
+	for _, db := range dbNames {
+		s.exec(ctx, db, `UPDATE outbox SET published_at = NULL`)
+	}
+	s.waitDrained(ctx)
+	got := s.snapshot(ctx)
+	if maps.Equal(got, before) {
+		t.Fatal("redelivering every message to non-idempotent consumers changed nothing: the redelivery test has no teeth")
+	}
+	t.Logf("the mutant's second effects:\n%s", diff(before, got))
 }

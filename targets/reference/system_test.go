@@ -77,6 +77,8 @@ type sysOpts struct {
 	stepTimeout time.Duration
 	// failpoints per component instance ("payment" → "payment.after-charge=crash@2").
 	failpoints map[string]string
+	// mutant is the planted bug to switch on in every process.
+	mutant string
 }
 
 func startSystem(t testing.TB, o sysOpts) *system {
@@ -116,7 +118,7 @@ func startSystem(t testing.TB, o sysOpts) *system {
 	for _, name := range components {
 		addr := freeAddr(t)
 		envv := []string{"LISTEN_ADDR=" + addr, "KAFKA_BROKERS=" + brokers, "SAGACHAOS_INSTANCE=" + name,
-			"SAGACHAOS_FAILPOINT_LOG=" + s.fpLog, "KAFKA_SESSION_TIMEOUT=1s"}
+			"SAGACHAOS_FAILPOINT_LOG=" + s.fpLog, "KAFKA_SESSION_TIMEOUT=1s", "SAGACHAOS_MUTANT=" + o.mutant}
 		comp := name
 		switch name {
 		case "orders":

@@ -111,7 +111,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 			// Planted bug: without the processed-messages table the handler
 			// trusts every delivery and reserves again.
 			status = ""
-			if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE order_id = $1 AND status = 'RESERVED'`, p.OrderID); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM reservations WHERE order_id = $1`, p.OrderID); err != nil {
 				return fmt.Errorf("mutant: %w", err)
 			}
 		}
