@@ -22,6 +22,7 @@ import (
 // ConfigError is a bad or missing setting; main turns it into exit code 2.
 type ConfigError struct{ Msg string }
 
+// Error returns the one-line message printed before exit 2.
 func (e *ConfigError) Error() string { return e.Msg }
 
 // Env reads a required env variable.
