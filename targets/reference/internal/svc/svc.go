@@ -158,12 +158,14 @@ func Serve(ctx context.Context, ln net.Listener, mux *http.ServeMux, ready func(
 	return nil
 }
 
-// Backoff sleeps before retry attempt n (capped), or returns early when
-// ctx ends.
+// Backoff sleeps before retry attempt n, or returns early when ctx ends.
+// The cap is short (250ms): every retried operation here is cheap and
+// idempotent, and a restored link or restarted database should be used
+// within a fraction of a second.
 func Backoff(ctx context.Context, n int) {
 	d := time.Duration(n+1) * 50 * time.Millisecond
-	if d > time.Second {
-		d = time.Second
+	if d > 250*time.Millisecond {
+		d = 250 * time.Millisecond
 	}
 	select {
 	case <-ctx.Done():
