@@ -52,5 +52,6 @@ clean:
 ## rss: peak memory (RSS) of the harness on a 10,000-order run (target < 500 MB)
 rss:
 	$(GO) build -o /tmp/sagachaos-rss ./cmd/sagachaos
-	/usr/bin/time -v /tmp/sagachaos-rss run --target reference --scenario scenarios/testdata/soak-10k.json --seed 1 --out runs/rss 2> runs-rss.time || true
+	mkdir -p runs
+	/usr/bin/time -v /tmp/sagachaos-rss run --target reference --scenario scenarios/testdata/soak-10k.json --seed 1 --out runs/rss 2> runs/rss.time || true
 	@grep -E "Maximum resident set size|Elapsed \(wall" runs-rss.time
