@@ -54,4 +54,4 @@ rss:
 	$(GO) build -o /tmp/sagachaos-rss ./cmd/sagachaos
 	mkdir -p runs
 	/usr/bin/time -v /tmp/sagachaos-rss run --target reference --scenario scenarios/testdata/soak-10k.json --seed 1 --out runs/rss 2> runs/rss.time || true
-	@grep -E "Maximum resident set size|Elapsed \(wall" runs-rss.time
+	@grep -E "Maximum resident set size|Elapsed \(wall" runs/rss.time
