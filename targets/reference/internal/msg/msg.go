@@ -38,6 +38,11 @@ const (
 	PaymentCharged   = "PaymentCharged"
 	PaymentDeclined  = "PaymentDeclined"
 	PaymentCancelled = "PaymentCancelled"
+	// RefundPayment gives a settled charge back (a customer return, an
+	// operator's decision). The order saga never sends it: the charge is
+	// its pivot, and after the pivot the saga only goes forward.
+	RefundPayment   = "RefundPayment"
+	PaymentRefunded = "PaymentRefunded"
 
 	ScheduleDelivery  = "ScheduleDelivery"
 	DeliveryScheduled = "DeliveryScheduled"

@@ -47,6 +47,7 @@ var Implemented = map[string]string{
 	EmailBeforePivot:          "the confirmation e-mail is sent as soon as stock is reserved, before the charge",
 	NonIdempotentCompensation: "inventory releases stock again for every ReleaseStock, even an already released order",
 	OutOfOrderCompensation:    "a release for an order with no reservation is dropped (no tombstone), so a later reserve is applied",
+	CompensateAfterPivot:      "a delivery that does not confirm in time is compensated (refund, release, cancel) instead of retried",
 }
 
 var current string

@@ -462,8 +462,10 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 // saga compensates; after it, the command is sent again.
 func (s *Service) onTimeout(ctx context.Context, st step) error {
 	s.Log.Info("step timed out", "order", st.sg.order.OrderID, "state", st.sg.state)
-	if mutant.Is(mutant.CompensationNotRetried) && st.sg.state == Releasing {
-		// Planted bug: the release was tried once; give up and cancel anyway.
+	if mutant.Is(mutant.CompensationNotRetried) && (st.sg.state == Releasing || st.sg.state == CancellingCharge) {
+		// Planted bug: the compensation was tried once and did not answer
+		// in time; give up and cancel the order anyway (the charge is
+		// never settled, the stock never released).
 		return st.finish(Cancelled, "cancel-order", msg.OrderCancelled)
 	}
 	switch st.sg.state {
@@ -478,6 +480,17 @@ func (s *Service) onTimeout(ctx context.Context, st step) error {
 		}
 		return st.to(CancellingCharge)
 	case Delivering:
+		if mutant.Is(mutant.CompensateAfterPivot) {
+			// Planted bug: the carrier did not confirm in time, so the
+			// saga "rolls back": refund the charge, release the stock and
+			// cancel, although the charge was the point of no return.
+			for _, t := range []string{msg.RefundPayment, msg.ReleaseStock} {
+				if err := st.send(t); err != nil {
+					return err
+				}
+			}
+			return st.to(Releasing)
+		}
 		if err := st.send(msg.ScheduleDelivery); err != nil {
 			return err
 		}

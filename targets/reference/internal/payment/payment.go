@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS payments (
 `
 
 // Types are the messages the service consumes.
-var Types = map[string]bool{msg.ChargePayment: true, msg.CancelCharge: true}
+var Types = map[string]bool{msg.ChargePayment: true, msg.CancelCharge: true, msg.RefundPayment: true}
 
 // Service handles payment messages.
 type Service struct {
@@ -63,6 +63,9 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	}
 	if seen, err := consumer.Seen(ctx, s.DB, Name, e); err != nil || seen {
 		return err
+	}
+	if e.Type == msg.RefundPayment {
+		return s.refund(ctx, e, p)
 	}
 	var status, chargeID string
 	if e.Type == msg.ChargePayment {
@@ -159,4 +162,47 @@ func (s *Service) load(ctx context.Context, q querier, order string, lock bool) 
 		return "", "", fmt.Errorf("load payment %s: %w", order, err)
 	}
 	return st, id, nil
+}
+
+// refund gives a settled charge back at the gateway (key "refund:<order>",
+// so a redelivered command refunds once) and answers PaymentRefunded. An
+// order that was never charged has nothing to give back and is answered
+// PaymentCancelled.
+func (s *Service) refund(ctx context.Context, e consumer.Envelope, p msg.Payload) error {
+	st, chargeID, err := s.load(ctx, s.DB, p.OrderID, false)
+	if err != nil {
+		return err
+	}
+	if st == "CHARGED" && chargeID != "" {
+		if _, err := s.Gateway.Call(ctx, "/refunds", "refund:"+p.OrderID,
+			map[string]any{"charge_id": chargeID, "amount": p.Total, "order_id": p.OrderID}); err != nil {
+			return fmt.Errorf("refund %s: %w", p.OrderID, err)
+		}
+	}
+	tx, err := s.DB.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	fresh, err := consumer.Claim(ctx, tx, Name, e)
+	if err != nil || !fresh {
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		return err
+	}
+	reply := msg.PaymentCancelled
+	if st == "CHARGED" || st == "REFUNDED" {
+		reply = msg.PaymentRefunded
+		if _, err := tx.Exec(ctx, `UPDATE payments SET status = 'REFUNDED', updated_at = now() WHERE order_id = $1`, p.OrderID); err != nil {
+			return fmt.Errorf("mark refunded %s: %w", p.OrderID, err)
+		}
+	}
+	if _, err := outbox.Add(ctx, tx, Name, outbox.Message{Topic: msg.TopicPayment, Type: reply, Payload: msg.Payload{OrderID: p.OrderID, ChargeID: chargeID}}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit refund of %s: %w", p.OrderID, err)
+	}
+	return nil
 }
