@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,11 +162,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	bin := o.Bin
 	if bin == "" {
-		if c, err := os.UserCacheDir(); err == nil {
-			bin = filepath.Join(c, "sagachaos", "bin", o.Manifest.Name)
-		} else {
-			bin = filepath.Join(os.TempDir(), "sagachaos-bin", o.Manifest.Name)
-		}
+		bin = defaultBin(o.Manifest)
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return res, fmt.Errorf("bin dir: %w", err)
@@ -463,11 +460,7 @@ func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
 // before generating a scenario.
 func Prepare(ctx context.Context, m *targets.Manifest, bin string) (string, []targets.Failpoint, error) {
 	if bin == "" {
-		if c, err := os.UserCacheDir(); err == nil {
-			bin = filepath.Join(c, "sagachaos", "bin", m.Name)
-		} else {
-			bin = filepath.Join(os.TempDir(), "sagachaos-bin", m.Name)
-		}
+		bin = defaultBin(m)
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return bin, nil, err
@@ -477,4 +470,20 @@ func Prepare(ctx context.Context, m *targets.Manifest, bin string) (string, []ta
 	}
 	fps, err := failpointCatalog(ctx, m, bin)
 	return bin, fps, err
+}
+
+// defaultBin is where a target's binaries are built: a per-user cache dir
+// keyed by the target and by the checkout it is built from, so two
+// checkouts (a CI clone beside a working tree) never run each other's build.
+func defaultBin(m *targets.Manifest) string {
+	root, err := moduleRoot(m.Dir)
+	if err != nil {
+		root = m.Dir
+	}
+	sum := sha256.Sum256([]byte(root))
+	name := fmt.Sprintf("%s-%x", m.Name, sum[:6])
+	if c, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(c, "sagachaos", "bin", name)
+	}
+	return filepath.Join(os.TempDir(), "sagachaos-bin", name)
 }
