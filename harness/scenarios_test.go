@@ -17,14 +17,7 @@ import (
 // seeds 1–3 of all of them.
 func TestNamedScenariosOnReference(t *testing.T) {
 	ctx := context.Background()
-	m, err := FindTarget("reference")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, fps, err := Prepare(ctx, m, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, bin, fps := prepareReference(t)
 	names := scenarios.Names()
 	if testing.Short() {
 		names = []string{"calm", "everything"}

@@ -16,14 +16,7 @@ import (
 // is `make selftest`.
 func TestGateFastSubset(t *testing.T) {
 	ctx := context.Background()
-	m, err := FindTarget("reference")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, fps, err := Prepare(ctx, m, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, bin, fps := prepareReference(t)
 	mutants := []string{"unkeyed-publish", "email-before-pivot", "no-semantic-lock"}
 	reference := []string{"calm", "relay-crash"}
 	if testing.Short() {
