@@ -72,6 +72,10 @@ func Run(ctx context.Context, cfg Config) error {
 		kgo.RebalanceTimeout(5*time.Second),
 		kgo.FetchMaxWait(50*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.WithLogger(dbgLogger{cfg.Log}),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG assigned", "m", m) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG revoked", "m", m) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG lost", "m", m) }),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -80,6 +84,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cl.Close()
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				cfg.Log.Info("DBG poll", "t", p.Topic, "p", p.Partition, "n", len(p.Records), "first", p.Records[0].Offset)
+			}
+		})
 		if ctx.Err() != nil {
 			break
 		}
@@ -204,4 +213,11 @@ func Seen(ctx context.Context, q interface {
 		return false, fmt.Errorf("inbox lookup %s: %w", e.EventID, err)
 	}
 	return true, nil
+}
+
+type dbgLogger struct{ l *slog.Logger }
+
+func (d dbgLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+func (d dbgLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
+	d.l.Info("DBG kgo "+msg, kv...)
 }
