@@ -172,7 +172,11 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 		default:
 			replyType = StockNotReserved
 			if mutant.Is(mutant.OutOfOrderCompensation) {
-				break // planted bug: no tombstone, a later reserve will hold stock
+				// Planted bug: nothing is held, so the release "succeeded";
+				// no tombstone, so a reserve arriving later holds stock for
+				// a cancelled order.
+				replyType = msg.StockReleased
+				break
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO reservations (order_id, status, items) VALUES ($1, 'RELEASED', '[]')`, p.OrderID); err != nil {
 				return fmt.Errorf("insert release tombstone %s: %w", p.OrderID, err)
