@@ -63,6 +63,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		timeLimit  = fs.Duration("time-limit", 0, "bound the workload phase (default: the scenario's)")
 		shrink     = fs.Bool("shrink", false, "on a violation, minimise the failing case with rapid")
 		shrinkTry  = fs.Int("shrink-tries", 2, "with --shrink: a smaller case counts as failing if one of this many runs fails")
+		shrinkTime = fs.Duration("shrink-budget", 10*time.Minute, "with --shrink: bound the minimisation")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
 		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 	)
@@ -111,7 +112,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}, stdout, stderr)
 		worst = worse(worst, code)
 		if code == 1 && *shrink {
-			shrinkCase(ctx, spec, cat, s, *shrinkTry, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
+			shrinkCase(ctx, spec, cat, s, *shrinkTry, *shrinkTime, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
 		}
 		if ctx.Err() != nil {
 			break
@@ -252,9 +253,9 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return &exitError{code: code}
 }
 
-func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog, seed uint64, tries int, base harness.Options, stdout, stderr io.Writer) {
+func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog, seed uint64, tries int, budget time.Duration, base harness.Options, stdout, stderr io.Writer) {
 	fmt.Fprintf(stdout, "shrinking seed %d (each candidate is a real run; a candidate fails if 1 of %d runs is invalid) …\n", seed, tries)
-	res, err := harness.Shrink(ctx, harness.ShrinkOptions{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Base: base,
+	res, err := harness.Shrink(ctx, harness.ShrinkOptions{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Budget: budget, Base: base,
 		Progress: func(s string) { fmt.Fprintln(stderr, "shrink:", s) }})
 	if err != nil {
 		fmt.Fprintln(stderr, "sagachaos:", err)
