@@ -7,6 +7,16 @@
 // (autocommit off), so a crash anywhere before that redelivers, never
 // loses. Records of one partition are handled in order; partitions are
 // handled in parallel.
+//
+// Liveness: each consumer joins its group as a static member named after
+// its instance (SAGACHAOS_INSTANCE), so a restarted process takes over the
+// membership of the incarnation it replaces at once. With dynamic member
+// IDs a SIGKILLed incarnation lingers in the group; if it dies while
+// waiting in JoinGroup, the broker (kfake at least) never arms its session
+// timer, the next generation assigns it partitions, and those partitions
+// are never consumed again. Every handler attempt and every offset commit
+// also runs under its own deadline, so a call on a dead connection cannot
+// hold the poll loop (and with BlockRebalanceOnPoll the group) forever.
 package consumer
 
 import (
@@ -55,12 +65,33 @@ type Config struct {
 	// AfterCommit, when set, runs once the offsets of a poll are committed
 	// (tests and failpoints use it).
 	AfterCommit func()
+	// InstanceID makes the member static; a new incarnation with the same
+	// ID replaces the old member instead of sharing partitions with its
+	// corpse. Empty means svc.Instance() (SAGACHAOS_INSTANCE); if that is
+	// unset too the member is dynamic. Two live processes must never share
+	// an ID: the broker fences one of them.
+	InstanceID string
+	// AttemptTimeout bounds one handler attempt (default 10s); a timed-out
+	// attempt is retried like any failed one.
+	AttemptTimeout time.Duration
+	// ExtraOpts are appended to the client options (tests route the
+	// client through a dialer they can cut).
+	ExtraOpts []kgo.Opt
 }
+
+// commitTimeout bounds one offset-commit attempt.
+const commitTimeout = 5 * time.Second
 
 // Run consumes until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = time.Second
+	}
+	if cfg.AttemptTimeout == 0 {
+		cfg.AttemptTimeout = 10 * time.Second
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = svc.Instance()
 	}
 	opts := append(svc.KafkaOpts(cfg.Brokers),
 		kgo.ConsumerGroup(cfg.Group),
@@ -72,11 +103,11 @@ func Run(ctx context.Context, cfg Config) error {
 		kgo.RebalanceTimeout(5*time.Second),
 		kgo.FetchMaxWait(50*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.WithLogger(dbgLogger{cfg.Log}),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG assigned", "m", m) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG revoked", "m", m) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { cfg.Log.Info("DBG lost", "m", m) }),
 	)
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	opts = append(opts, cfg.ExtraOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Group, err)
@@ -84,11 +115,6 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cl.Close()
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) > 0 {
-				cfg.Log.Info("DBG poll", "t", p.Topic, "p", p.Partition, "n", len(p.Records), "first", p.Records[0].Offset)
-			}
-		})
 		if ctx.Err() != nil {
 			break
 		}
@@ -115,7 +141,9 @@ func Run(ctx context.Context, cfg Config) error {
 			break
 		}
 		for n := 0; ; n++ {
-			err := cl.CommitUncommittedOffsets(ctx)
+			cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+			err := cl.CommitUncommittedOffsets(cctx)
+			cancel()
 			if err == nil || ctx.Err() != nil {
 				break
 			}
@@ -143,7 +171,9 @@ func handleWithRetry(ctx context.Context, cfg Config, r *kgo.Record) {
 		return
 	}
 	for n := 0; ctx.Err() == nil; n++ {
-		err := cfg.Handler(ctx, e)
+		actx, cancel := context.WithTimeout(ctx, cfg.AttemptTimeout)
+		err := cfg.Handler(actx, e)
+		cancel()
 		if err == nil {
 			return
 		}
@@ -213,11 +243,4 @@ func Seen(ctx context.Context, q interface {
 		return false, fmt.Errorf("inbox lookup %s: %w", e.EventID, err)
 	}
 	return true, nil
-}
-
-type dbgLogger struct{ l *slog.Logger }
-
-func (d dbgLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
-func (d dbgLogger) Log(level kgo.LogLevel, msg string, kv ...any) {
-	d.l.Info("DBG kgo "+msg, kv...)
 }

@@ -173,10 +173,14 @@ func Backoff(ctx context.Context, n int) {
 	}
 }
 
+// Instance is this process's instance name (SAGACHAOS_INSTANCE, unique per
+// running instance of a component), or "" when the harness did not set it.
+func Instance() string { return strings.TrimSpace(os.Getenv("SAGACHAOS_INSTANCE")) }
+
 // Logger returns the process logger (JSON on stderr) tagged with the
 // instance name.
 func Logger(component string) *slog.Logger {
-	inst := os.Getenv("SAGACHAOS_INSTANCE")
+	inst := Instance()
 	if inst == "" {
 		inst = component
 	}
