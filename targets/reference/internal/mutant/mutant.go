@@ -43,10 +43,10 @@ var Implemented = map[string]string{
 	PublishBeforeCommit:       "services publish directly inside the transaction, before it commits (a rollback leaves a phantom event)",
 	VolatileSagaState:         "a restarted orchestrator forgets the sagas in flight (their state lived in memory)",
 	NoStepTimeout:             "the orchestrator never times a step out: a lost reply leaves the saga PENDING",
-	CompensationNotRetried:    "a release that times out is not sent again: the order is cancelled with its stock still held",
+	CompensationNotRetried:    "a compensation (release, cancel-charge) that times out is not sent again: the order is cancelled with its stock (and maybe a charge) still held",
 	EmailBeforePivot:          "the confirmation e-mail is sent as soon as stock is reserved, before the charge",
-	NonIdempotentCompensation: "inventory releases stock again for every ReleaseStock, even an already released order",
-	OutOfOrderCompensation:    "a release for an order with no reservation is dropped (no tombstone), so a later reserve is applied",
+	NonIdempotentCompensation: "inventory releases stock again for every ReleaseStock, even a re-sent or redelivered one for an already released order",
+	OutOfOrderCompensation:    "a timed-out reservation's release gets its own Kafka key (can overtake the reserve) and a release with no reservation leaves no tombstone, so a later reserve is applied",
 	CompensateAfterPivot:      "a delivery that does not confirm in time is compensated (refund, release, cancel) instead of retried",
 }
 
