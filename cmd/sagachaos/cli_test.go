@@ -275,3 +275,49 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 		t.Fatal("history has no interrupted op")
 	}
 }
+
+// TestShrinkMinimises: a planted bug found on a multi-order case shrinks to
+// a smaller case that still fails, and the CLI says how reliably it fails.
+func TestShrinkMinimises(t *testing.T) {
+	if testing.Short() {
+		t.Log("-short: shrinking runs the real target dozens of times; covered by the full run")
+		return
+	}
+	out := t.TempDir()
+	var seed, orders int
+	// Find a seed whose first case has several orders and fails.
+	for s := 1; s <= 10 && seed == 0; s++ {
+		r := sagachaos(t, "run", "--mutant", "email-before-pivot", "--scenario", "testdata/small-calm.json", "--seed", fmt.Sprint(s), "--out", filepath.Join(out, "find"))
+		if r.code == 1 {
+			for _, l := range strings.Split(r.stderr, "\n") {
+				var n int
+				if _, err := fmt.Sscanf(l, "run small-calm seed %d: %d orders", new(int), &n); err == nil && n > 1 {
+					seed, orders = s, n
+				}
+			}
+		}
+	}
+	if seed == 0 {
+		t.Fatal("no seed in 1-10 gave a failing multi-order case to shrink")
+	}
+	r := sagachaos(t, "run", "--mutant", "email-before-pivot", "--scenario", "testdata/small-calm.json", "--seed", fmt.Sprint(seed),
+		"--shrink", "--shrink-tries", "1", "--shrink-budget", "60s", "--out", filepath.Join(out, "shrink"))
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var minimal, runs, fails int
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "minimal case:") {
+			fmt.Sscanf(l, "minimal case: %d orders", &minimal)
+			if i := strings.Index(l, "it failed "); i >= 0 {
+				fmt.Sscanf(l[i:], "it failed %d of %d", &fails, &runs)
+			}
+		}
+	}
+	if minimal == 0 || minimal >= orders {
+		t.Fatalf("shrunk %d orders to %d, want fewer\n%s", orders, minimal, r.stdout)
+	}
+	if runs == 0 {
+		t.Fatalf("no confirmation runs reported\n%s", r.stdout)
+	}
+}
