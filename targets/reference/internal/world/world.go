@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
 )
 
@@ -29,6 +30,9 @@ type Client struct {
 // New returns a client for base with a per-request timeout, so a hanging
 // provider is given up on and asked again with the same key.
 func New(base string, timeout time.Duration, log *slog.Logger) *Client {
+	if mutant.Is(mutant.NoStepTimeout) {
+		timeout = 0 // planted bug: see Call
+	}
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: &http.Client{Timeout: timeout}, Log: log}
 }
 
@@ -49,6 +53,11 @@ func (c *Client) Call(ctx context.Context, path, key string, body any, definite 
 	b, err := json.Marshal(body)
 	if err != nil {
 		return Answer{}, fmt.Errorf("marshal %s body: %w", path, err)
+	}
+	if mutant.Is(mutant.NoStepTimeout) {
+		// Planted bug: "never abandon a call to the provider": neither the
+		// caller's deadline nor a per-request timeout ends the wait.
+		ctx = context.WithoutCancel(ctx)
 	}
 	for n := 0; ; n++ {
 		a, err := c.once(ctx, path, key, b)
