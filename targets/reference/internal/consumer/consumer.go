@@ -113,6 +113,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("consumer %s: %w", cfg.Group, err)
 	}
 	defer cl.Close()
+	// With BlockRebalanceOnPoll, a poll cut short by ctx still blocks
+	// rebalances, and Close (which leaves the group) waits for them to be
+	// allowed: without this, shutdown hangs forever.
+	defer cl.AllowRebalance()
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {

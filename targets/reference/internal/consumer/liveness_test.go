@@ -179,7 +179,7 @@ func TestRestartAfterKillDuringJoinKeepsConsuming(t *testing.T) {
 func liveTrial(ctx context.Context, log *slog.Logger, brokers, topic, group string, partitions int,
 	produce func(context.Context, string, int) error, watchJoin func() chan struct{}) error {
 	h := &handled{seen: map[string]bool{}}
-	var stopped atomic.Int32
+	var hung atomic.Bool
 	start := func() (kill func()) {
 		d := &cutDialer{}
 		cctx, cancel := context.WithCancel(ctx)
@@ -199,8 +199,11 @@ func liveTrial(ctx context.Context, log *slog.Logger, brokers, topic, group stri
 		return func() {
 			d.kill()
 			cancel()
-			<-done
-			stopped.Add(1)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				hung.Store(true) // reported by the caller; never wait forever
+			}
 		}
 	}
 	waitAll := func(batch int, bound time.Duration) error {
@@ -237,11 +240,16 @@ func liveTrial(ctx context.Context, log *slog.Logger, brokers, topic, group stri
 	kill2()
 
 	kill3 := start()
-	defer kill3()
 	if err := produce(ctx, topic, 2); err != nil {
+		kill3()
 		return err
 	}
 	// The bound is a liveness bound, not a speed claim: a dead member's
 	// session (1s) and rebalance (5s) timeouts fit in it many times over.
-	return waitAll(2, 30*time.Second)
+	err := waitAll(2, 30*time.Second)
+	kill3()
+	if hung.Load() {
+		err = errors.Join(err, errors.New("Run did not return within 20s of its context ending (Close blocked?)"))
+	}
+	return err
 }
