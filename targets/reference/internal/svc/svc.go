@@ -84,6 +84,10 @@ func Migrate(ctx context.Context, p *pgxpool.Pool, schema string) error {
 	var last error
 	for attempt := 0; attempt < 100; attempt++ {
 		last = func() error {
+			// One attempt may not outlive a blackholed link: the loop
+			// retries with a fresh connection instead.
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
 			c, err := p.Acquire(ctx)
 			if err != nil {
 				return err
@@ -92,7 +96,15 @@ func Migrate(ctx context.Context, p *pgxpool.Pool, schema string) error {
 			if _, err := c.Exec(ctx, `SELECT pg_advisory_lock(7700417)`); err != nil {
 				return err
 			}
-			defer c.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(7700417)`)
+			defer func() {
+				// Bounded too; a session lock we cannot release dies
+				// with its connection, so the pool must not keep it.
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				defer cancel()
+				if _, err := c.Exec(uctx, `SELECT pg_advisory_unlock(7700417)`); err != nil {
+					c.Conn().Close(uctx)
+				}
+			}()
 			_, err = c.Exec(ctx, schema)
 			return err
 		}()
