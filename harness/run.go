@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sagachaos/sagachaos/checkers"
 	"github.com/sagachaos/sagachaos/harness/env"
 	"github.com/sagachaos/sagachaos/harness/nemesis"
@@ -278,8 +280,14 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err := e.HealAll(); err != nil {
 		log.Warn("heal links", "err", err)
 	}
-	if err := e.RestartPostgres(hctx); err != nil && !errors.Is(err, env.ErrUnsupported) {
-		log.Warn("postgres restart during heal", "err", err)
+	// Restart PostgreSQL only if it is down (a db-crash whose window was cut
+	// short): restarting a live server would be a fault nobody planned.
+	if len(o.Manifest.Databases) > 0 && !postgresUp(hctx, e.DirectDSN(o.Manifest.Databases[0])) {
+		err := e.RestartPostgres(hctx)
+		rec.Record(models.ProcHarness, models.Info, models.FPhase, "", map[string]string{"name": "heal", "action": "restart postgres", "error": errString(err)})
+		if err != nil && !errors.Is(err, env.ErrUnsupported) {
+			log.Warn("postgres restart during heal", "err", err)
+		}
 	}
 	if err := t.heal(hctx); err != nil {
 		log.Warn("heal target", "err", err)
@@ -486,4 +494,23 @@ func defaultBin(m *targets.Manifest) string {
 		return filepath.Join(c, "sagachaos", "bin", name)
 	}
 	return filepath.Join(os.TempDir(), "sagachaos-bin", name)
+}
+
+// postgresUp reports whether the server answers a query within a second.
+func postgresUp(ctx context.Context, dsn string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx) == nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
