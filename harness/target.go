@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness/env"
@@ -79,13 +80,33 @@ func (e *TargetError) Unwrap() error { return e.Err }
 
 var templateRE = regexp.MustCompile(`\{\{([a-z]+)(?::([A-Za-z0-9_.-]+))?\}\}`)
 
+// Component ports come from a range below the kernel's ephemeral range
+// (32768–60999 by default). A port picked with ":0" and released for the
+// child to bind is in the range every outgoing connection draws its source
+// port from, and under load one of them takes it first ("address already in
+// use" at start, seen in CI-like parallel runs). Each harness process starts
+// at a pid-derived offset, so concurrent runs rarely probe the same ports.
+const (
+	portBase  = 20000
+	portRange = 10000
+)
+
+var nextPort atomic.Int64
+
+func init() { nextPort.Store(int64(os.Getpid()*7919) % portRange) }
+
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for i := 0; i < portRange; i++ {
+		port := portBase + int(nextPort.Add(1)%portRange)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr, nil
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return "", fmt.Errorf("no free port in 127.0.0.1:%d-%d", portBase, portBase+portRange-1)
 }
 
 // fill replaces the manifest templates of docs/target-contract.md for one
