@@ -169,9 +169,13 @@ func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
 		wait = defaultDrainWait
 	}
 	deadline := time.Now().Add(wait)
+	// Terminal sagas are not an idle target: a late duplicate command can
+	// still make a service write (and then publish) a row. Wait until every
+	// row is published and no new row appeared for settleTime.
+	lastTotal, stableSince := -1, time.Now()
 	for {
 		out := map[string]map[string]bool{}
-		pending := 0
+		pending, total := 0, 0
 		for _, q := range t.Observe.Outbox {
 			rows, err := query(ctx, t, q, "event_id", "published")
 			if err != nil {
@@ -186,6 +190,7 @@ func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
 					set = nil
 					break
 				}
+				total++
 				if pub {
 					set[id] = true
 				} else {
@@ -194,7 +199,11 @@ func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
 			}
 			out[q.DB] = set
 		}
-		if pending == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+		if total != lastTotal || pending > 0 {
+			lastTotal, stableSince = total, time.Now()
+		}
+		settled := pending == 0 && time.Since(stableSince) >= settleTime
+		if settled || time.Now().After(deadline) || ctx.Err() != nil {
 			if pending > 0 {
 				t.logger().Warn("outbox not drained before observation", "unpublished", pending)
 			}
@@ -206,6 +215,10 @@ func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
 		}
 	}
 }
+
+// settleTime is how long the outboxes must stay fully published with no new
+// row before the observer takes them as the state to check the log against.
+const settleTime = 500 * time.Millisecond
 
 func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q targets.Query, publishedBefore map[string]bool) {
 	rows, err := query(ctx, t, q, "id", "event_id", "aggregate_id", "seq", "type", "topic", "published")
