@@ -89,7 +89,7 @@ type service struct {
 
 	mu       sync.Mutex // guards keys, inject and the owner's state
 	keys     map[string]*idemEntry
-	injected map[string]injection // by op function (models.FCharge, …)
+	injected map[string][]injection // by op function (models.FCharge, …), consumed in order
 	closing  chan struct{}
 	closed   bool
 	inflight sync.WaitGroup // requests being served, hanging ones included
@@ -107,7 +107,7 @@ func newService(name, proc string, rec *models.Recorder, o *options) *service {
 		log:         o.logger.With("world", name),
 		beforeApply: o.beforeApply,
 		keys:        map[string]*idemEntry{},
-		injected:    map[string]injection{},
+		injected:    map[string][]injection{},
 		closing:     make(chan struct{}),
 		mux:         http.NewServeMux(),
 		serveErr:    make(chan error, 1),
@@ -169,19 +169,27 @@ func (s *service) inject(f, mode string, n int) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.injected[f] = injection{mode: mode, left: n}
+	// Injections queue: a later one must not erase one still pending (two
+	// planned faults are two faults).
+	if n > 0 {
+		s.injected[f] = append(s.injected[f], injection{mode: mode, left: n})
+	}
 	return nil
 }
 
 // takeInjected consumes one injected ambiguity for f; caller holds s.mu.
 func (s *service) takeInjected(f string) string {
-	in := s.injected[f]
-	if in.left == 0 {
+	q := s.injected[f]
+	if len(q) == 0 {
 		return ""
 	}
-	in.left--
-	s.injected[f] = in
-	return in.mode
+	mode := q[0].mode
+	q[0].left--
+	if q[0].left == 0 {
+		q = q[1:]
+	}
+	s.injected[f] = q
+	return mode
 }
 
 // handle registers an effectful POST endpoint: f is the op function,

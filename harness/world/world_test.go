@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -521,5 +522,25 @@ func TestDeterministicHistory(t *testing.T) {
 	a, b := script(), script()
 	if len(a) != 6 || strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Fatalf("histories differ:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+}
+
+// Two planned gateway faults are two faults: a later injection queues
+// behind a pending one instead of replacing it.
+func TestInjectionsQueue(t *testing.T) {
+	w, _ := startWorld(t)
+	if err := w.Gateway.InjectAmbiguous(AmbiguousError, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Gateway.InjectAmbiguous(AmbiguousError, 1); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + w.Gateway.Addr() + "/charges"
+	for i, want := range []int{500, 500, 200} {
+		body := fmt.Sprintf(`{"order_id":"o-%d","amount":300,"card":"tok_visa"}`, i)
+		r := post(context.Background(), http.DefaultClient, url, fmt.Sprintf("k%d", i), body)
+		if r.err != nil || r.status != want {
+			t.Fatalf("charge %d: %d %v, want %d", i, r.status, r.err, want)
+		}
 	}
 }
