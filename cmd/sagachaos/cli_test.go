@@ -100,11 +100,8 @@ func assertNothingLeft(t *testing.T, runDir string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// postgres.log names the throwaway data directory: it must be gone, and
-	// so must its postmaster.
-	if b, err := os.ReadFile(filepath.Join(runDir, "postgres.log")); err == nil {
-		_ = b
-	}
+	// A throwaway data directory whose harness (its pid is in the name) is
+	// dead must be gone.
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "sagachaos-pg-*"))
 	for _, m := range matches {
 		pid := 0
@@ -279,9 +276,11 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 // TestShrinkMinimises: a planted bug found on a multi-order case shrinks to
 // a smaller case that still fails, and the CLI says how reliably it fails.
 func TestShrinkMinimises(t *testing.T) {
+	// Shrinking runs the real target dozens of times; the quick path gives
+	// it less time, enough for a few accepted shrinks.
+	budget := "60s"
 	if testing.Short() {
-		t.Log("-short: shrinking runs the real target dozens of times; covered by the full run")
-		return
+		budget = "20s"
 	}
 	out := t.TempDir()
 	var seed, orders int
@@ -301,7 +300,7 @@ func TestShrinkMinimises(t *testing.T) {
 		t.Fatal("no seed in 1-10 gave a failing multi-order case to shrink")
 	}
 	r := sagachaos(t, "run", "--mutant", "email-before-pivot", "--scenario", "testdata/small-calm.json", "--seed", fmt.Sprint(seed),
-		"--shrink", "--shrink-tries", "1", "--shrink-budget", "60s", "--out", filepath.Join(out, "shrink"))
+		"--shrink", "--shrink-tries", "1", "--shrink-budget", budget, "--out", filepath.Join(out, "shrink"))
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 	}

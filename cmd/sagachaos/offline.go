@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -174,8 +173,6 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 		for _, f := range fps {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Component, f.Description)
 		}
-	case "json-scenarios":
-		return json.NewEncoder(stdout).Encode(scenarios.Names())
 	default:
 		return fail(2, "list: unknown list %q (want scenarios, checkers, mutants or failpoints)", args[0])
 	}
