@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 )
@@ -21,11 +22,11 @@ import (
 // it runs one small case; `go test ./examples -rapid.checks=20` runs more.
 func TestReferenceUnderChaos(t *testing.T) {
 	ctx := context.Background()
-	m, err := harness.FindTarget("reference")
+	m, err := target.Find("reference")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, fps, err := harness.Prepare(ctx, m, "")
+	bin, fps, err := target.Prepare(ctx, m, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestReferenceUnderChaos(t *testing.T) {
 	// Keep each case small: a property test wants many quick runs.
 	spec.Orders = scenarios.Range{Min: 5, Max: 25}
 	spec.Limits.Quiesce = scenarios.Duration(60 * time.Second)
-	gen := scenarios.ScenarioGen(spec, harness.Catalog(m, fps))
+	gen := scenarios.ScenarioGen(spec, target.Catalog(m, fps))
 	out := t.TempDir()
 	// rapid's default of 100 checks is hours of real runs; unless
 	// -rapid.checks is given, run 1 case under -short and 3 otherwise.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 )
@@ -29,7 +30,7 @@ func TestNamedScenariosOnReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc, err := scenarios.Generate(spec, 1, Catalog(m, fps))
+			sc, err := scenarios.Generate(spec, 1, target.Catalog(m, fps))
 			if err != nil {
 				t.Fatal(err)
 			}

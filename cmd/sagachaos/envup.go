@@ -7,8 +7,8 @@ import (
 	"io"
 	"runtime/debug"
 
-	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/harness/world"
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -49,7 +49,7 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fs := flag.NewFlagSet("env up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	target := fs.String("target", "reference", "create the databases and topics of this target")
+	targetName := fs.String("target", "reference", "create the databases and topics of this target")
 	var ef envFlags
 	ef.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -57,7 +57,7 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg := ef.config()
 	cfg.Logger = newLogger(stderr, false)
-	if m, err := harness.FindTarget(*target); err == nil {
+	if m, err := target.Find(*targetName); err == nil {
 		cfg.Databases = m.Databases
 		for _, t := range m.Topics {
 			cfg.Topics = append(cfg.Topics, env.Topic{Name: t.Name, Partitions: t.Partitions})

@@ -12,7 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/sagachaos/sagachaos/checkers"
-	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/runstore"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/reports"
 	"github.com/sagachaos/sagachaos/scenarios"
@@ -34,15 +35,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if h.Truncated {
 		fmt.Fprintln(stderr, "sagachaos: note: the history's last line was cut short (the harness died mid-write); checked what was complete")
 	}
-	f, err := os.Create(filepath.Join(dir, "verdict.json"))
-	if err != nil {
+	if err := runstore.WriteVerdict(dir, v); err != nil {
 		return fail(2, "%v", err)
 	}
-	if err := reports.WriteJSON(f, v); err != nil {
-		f.Close()
-		return fail(2, "%v", err)
-	}
-	f.Close()
 	_ = reports.WriteTerminal(stdout, v, filepath.Join(dir, "report.html"), false)
 	if c := v.Status.ExitCode(); c != 0 {
 		return &exitError{code: c}
@@ -87,7 +82,7 @@ func cmdReport(args []string, stdout io.Writer) error {
 			return fail(2, "%v (run `sagachaos check %s` first)", err, d)
 		}
 		if v.Error == "" {
-			if err := harness.WriteArtifacts(d, h, v); err != nil {
+			if err := runstore.WriteArtifacts(d, h, v); err != nil {
 				return fail(2, "%v", err)
 			}
 		}
@@ -132,9 +127,9 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) < 1 {
 		return fail(2, "list: want scenarios, checkers, mutants or failpoints")
 	}
-	target := "reference"
+	targetName := "reference"
 	if len(args) > 1 {
-		target = args[1]
+		targetName = args[1]
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	defer tw.Flush()
@@ -152,7 +147,7 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Invariant)
 		}
 	case "mutants":
-		m, err := harness.FindTarget(target)
+		m, err := target.Find(targetName)
 		if err != nil {
 			return fail(2, "%v", err)
 		}
@@ -161,11 +156,11 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mu.Name, strings.Join(mu.Checkers, ","), strings.Join(mu.Scenarios, ","), mu.Description)
 		}
 	case "failpoints":
-		m, err := harness.FindTarget(target)
+		m, err := target.Find(targetName)
 		if err != nil {
 			return fail(2, "%v", err)
 		}
-		_, fps, err := harness.Prepare(ctx, m, "")
+		_, fps, err := target.Prepare(ctx, m, "")
 		if err != nil {
 			return fail(2, "%v", err)
 		}

@@ -13,6 +13,10 @@ import (
 
 	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/harness/nemesis"
+	"github.com/sagachaos/sagachaos/harness/runstore"
+	"github.com/sagachaos/sagachaos/harness/shrink"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/reports"
 	"github.com/sagachaos/sagachaos/scenarios"
@@ -73,7 +77,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{code: 2}
 	}
 	log := newLogger(stderr, *verbose)
-	m, err := harness.FindTarget(*targetName)
+	m, err := target.Find(*targetName)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -81,7 +85,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	if err := harness.ValidateMutant(m, *mutant); err != nil {
+	if err := target.ValidateMutant(m, *mutant); err != nil {
 		return fail(2, "%v", err)
 	}
 	list := []uint64{*seed}
@@ -94,11 +98,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(2, "%v", err)
 	}
 	fmt.Fprintf(stderr, "building target %s …\n", m.Name)
-	bin, fps, err := harness.Prepare(ctx, m, "")
+	bin, fps, err := target.Prepare(ctx, m, "")
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	cat := harness.Catalog(m, fps)
+	cat := target.Catalog(m, fps)
 	worst := -1
 	for _, s := range list {
 		sc, err := scenarios.Generate(spec, s, cat)
@@ -108,7 +112,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *timeLimit > 0 {
 			sc.Limits.TimeLimit = scenarios.Duration(*timeLimit)
 		}
-		repro := reproLine(*targetName, *mutant, *scenario, s, ef.args())
+		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Seed: s, TimeLimit: *timeLimit, Flags: ef.args()}.Line()
 		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}, stdout, stderr)
 		worst = worse(worst, code)
 		if code == 1 && *shrink {
@@ -135,16 +139,6 @@ func worse(a, b int) int {
 		return b
 	}
 	return a
-}
-
-func reproLine(target, mutant, scenario string, seed uint64, extra []string) string {
-	parts := []string{"sagachaos", "run", "--target", target}
-	if mutant != "" {
-		parts = append(parts, "--mutant", mutant)
-	}
-	parts = append(parts, "--scenario", scenario, "--seed", fmt.Sprint(seed))
-	parts = append(parts, extra...)
-	return strings.Join(parts, " ")
 }
 
 // runOne runs one case and prints its summary; it returns the exit code.
@@ -177,7 +171,7 @@ func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) in
 	_ = reports.WriteTerminal(stdout, res.Verdict, filepath.Join(res.RunDir, "report.html"), tty && isTerminal(stdout))
 	code := res.Verdict.Status.ExitCode()
 	if code != 0 {
-		fmt.Fprintf(stdout, "replay the exact scenario.json: sagachaos repro %s\n", res.RunDir)
+		fmt.Fprintf(stdout, "replay the exact scenario.json: %s\n", runstore.Replay{RunDir: res.RunDir}.Line())
 	}
 	return code
 }
@@ -210,23 +204,23 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fail(2, "repro: want one RUN_DIR")
 	}
 	dir := fs.Arg(0)
-	sf, err := harness.ReadScenarioFile(dir)
+	sf, err := runstore.ReadScenario(dir)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
 	var m *targets.Manifest
 	if sf.TargetPath != "" {
 		if _, serr := os.Stat(sf.TargetPath); serr == nil {
-			m, err = harness.FindTarget(sf.TargetPath)
+			m, err = target.Find(sf.TargetPath)
 		}
 	}
 	if m == nil {
-		m, err = harness.FindTarget(sf.Target)
+		m, err = target.Find(sf.Target)
 	}
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	bin, _, err := harness.Prepare(ctx, m, "")
+	bin, _, err := target.Prepare(ctx, m, "")
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -234,13 +228,13 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		*out = filepath.Dir(filepath.Clean(dir))
 	}
 	o := harness.Options{Manifest: m, Mutant: sf.Mutant, Scenario: sf.Scenario, OutDir: *out, Env: ef.config(),
-		Repro: "sagachaos repro " + dir, Logger: newLogger(stderr, *verbose), Bin: bin}
-	o.RunDir = filepath.Join(*out, harness.RunDirName(sf.Scenario, time.Now())+"-repro")
+		Repro: runstore.Replay{RunDir: dir}.Line(), Logger: newLogger(stderr, *verbose), Bin: bin}
+	o.RunDir = filepath.Join(*out, runstore.DirName(sf.Scenario, time.Now())+"-repro")
 	code := runOne(ctx, o, stdout, stderr)
 	if orig, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl")); err == nil {
 		if again, err := models.ReadHistoryFile(filepath.Join(o.RunDir, "history.jsonl")); err == nil {
-			a, b := harness.FaultJournal(orig), harness.FaultJournal(again)
-			matched, missing := harness.Fidelity(a, b)
+			a, b := nemesis.FaultJournal(orig), nemesis.FaultJournal(again)
+			matched, missing := nemesis.Fidelity(a, b)
 			fmt.Fprintf(stdout, "replay fidelity: %d/%d fault journal entries matched\n", matched, len(a))
 			for _, e := range missing {
 				fmt.Fprintf(stdout, "  not matched: %s\n", e)
@@ -255,7 +249,7 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog, seed uint64, tries int, budget time.Duration, base harness.Options, stdout, stderr io.Writer) {
 	fmt.Fprintf(stdout, "shrinking seed %d (each candidate is a real run; a candidate fails if 1 of %d runs is invalid) …\n", seed, tries)
-	res, err := harness.Shrink(ctx, harness.ShrinkOptions{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Budget: budget, Base: base,
+	res, err := shrink.Run(ctx, shrink.Options{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Budget: budget, Base: base,
 		Progress: func(s string) { fmt.Fprintln(stderr, "shrink:", s) }})
 	if err != nil {
 		fmt.Fprintln(stderr, "sagachaos:", err)
@@ -263,5 +257,5 @@ func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog
 	}
 	fmt.Fprintf(stdout, "minimal case: %d orders, %d faults, after %d candidates; it failed %d of %d confirmation runs\n",
 		len(res.Minimal.Workload.Orders), len(res.Minimal.Faults), res.Candidates, res.Failures, res.Runs)
-	fmt.Fprintf(stdout, "replay it: sagachaos repro %s\n", res.RunDir)
+	fmt.Fprintf(stdout, "replay it: %s\n", runstore.Replay{RunDir: res.RunDir}.Line())
 }

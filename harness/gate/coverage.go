@@ -1,4 +1,4 @@
-package harness
+package gate
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sagachaos/sagachaos/harness/nemesis"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/targets"
 )
@@ -73,7 +74,7 @@ func FailpointCoverage(runDirs []string, declared []targets.Failpoint) (Coverage
 		}
 		kinds := map[string]bool{}
 		if h, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl")); err == nil {
-			for _, e := range FaultJournal(h) {
+			for _, e := range nemesis.FaultJournal(h) {
 				if !e.Failed {
 					kinds[e.Kind] = true
 				}

@@ -1,4 +1,6 @@
-package harness
+// Package shrink minimises a failing case: rapid redraws the scenario from
+// the failing seed and shrinks it, and every candidate is a real run.
+package shrink
 
 import (
 	"context"
@@ -11,12 +13,13 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 )
 
-// ShrinkOptions configure Shrink.
-type ShrinkOptions struct {
+// Options configure Run.
+type Options struct {
 	Spec    *scenarios.Spec
 	Catalog scenarios.Catalog
 	Seed    uint64
@@ -26,13 +29,13 @@ type ShrinkOptions struct {
 	// Budget bounds the whole minimisation.
 	Budget time.Duration
 	// Base is used for every run; its Scenario and RunDir are set per try.
-	Base Options
+	Base harness.Options
 	// Progress, when set, hears about each candidate.
 	Progress func(string)
 }
 
-// ShrinkResult is the smallest failing case found.
-type ShrinkResult struct {
+// Result is the smallest failing case found.
+type Result struct {
 	Minimal scenarios.Scenario
 	RunDir  string // a failing run of the minimal case
 	// Runs and Failures count the confirmation runs of the minimal case:
@@ -77,12 +80,12 @@ const (
 
 var rapidFlagsOnce sync.Once
 
-// Shrink minimises a failing case: rapid redraws the scenario generator from
+// Run minimises a failing case: rapid redraws the scenario generator from
 // the failing seed and shrinks it (fewer orders, fewer faults, smaller
 // values), running the real target for every candidate. A candidate is
 // accepted as failing only if one of Tries runs is invalid; the minimal case
 // is then run Tries more times to say how reliably it fails.
-func Shrink(ctx context.Context, so ShrinkOptions) (res ShrinkResult, err error) {
+func Run(ctx context.Context, so Options) (res Result, err error) {
 	if so.Tries < 1 {
 		so.Tries = 1
 	}
@@ -120,7 +123,7 @@ func Shrink(ctx context.Context, so ShrinkOptions) (res ShrinkResult, err error)
 			o := so.Base
 			o.Scenario = sc
 			o.RunDir = filepath.Join(so.Base.OutDir, fmt.Sprintf("%s-%d-%s-%d", sc.Name, sc.Seed, label, try))
-			r, err := Run(ctx, o)
+			r, err := harness.Run(ctx, o)
 			if err == nil && r.Verdict.Status == models.Invalid {
 				return true, r.RunDir
 			}

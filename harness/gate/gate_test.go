@@ -1,4 +1,4 @@
-package harness
+package gate
 
 import (
 	"bytes"
@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 // TestGateFastSubset is the part of the self-test gate that runs on every
@@ -23,9 +26,9 @@ func TestGateFastSubset(t *testing.T) {
 		mutants, reference = mutants[:1], reference[:1]
 	}
 	var progress bytes.Buffer
-	rep, err := SelfTest(ctx, SelfTestOptions{
+	rep, err := Run(ctx, Options{
 		Manifest: m, Bin: bin, Failpts: fps, OutDir: t.TempDir(),
-		Env:     Options{HealthTimeout: 30 * time.Second},
+		Env:     harness.Options{HealthTimeout: 30 * time.Second},
 		Mutants: mutants, MutantSeeds: 4, DetectSeeds: 1,
 		Reference: reference, ReferenceSeeds: 1,
 		Progress: func(s string) { progress.WriteString(s + "\n") },
@@ -52,4 +55,18 @@ func TestGateFastSubset(t *testing.T) {
 	if !strings.Contains(out.String(), "failpoint coverage") {
 		t.Error("the gate's report has no failpoint coverage matrix")
 	}
+}
+
+// prepareReference finds, builds and catalogues the reference target.
+func prepareReference(t *testing.T) (*targets.Manifest, string, []targets.Failpoint) {
+	t.Helper()
+	m, err := target.Find("reference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, fps, err := target.Prepare(context.Background(), m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, bin, fps
 }

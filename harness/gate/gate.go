@@ -1,4 +1,9 @@
-package harness
+// Package gate is the self-test gate (DESIGN §9): every planted bug of a
+// target must be caught by its intended checker within a bounded number of
+// seeds, the correct target must never be flagged on any named scenario,
+// and every declared failpoint must be reached (the failpoint × fault
+// coverage matrix).
+package gate
 
 import (
 	"context"
@@ -10,20 +15,21 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/runstore"
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 	"github.com/sagachaos/sagachaos/targets"
 )
 
-// SelfTestOptions configure the self-test gate (issue #7): every planted bug
-// must be caught by its expected checker within a bounded number of seeds,
-// and the correct target must never be flagged.
-type SelfTestOptions struct {
+// Options configure the gate.
+type Options struct {
 	Manifest *targets.Manifest
 	Bin      string
 	Failpts  []targets.Failpoint
 	OutDir   string
-	Env      Options // Env, Logger and HealthTimeout are taken from here
+	Env      harness.Options // Env, Logger and HealthTimeout are taken from here
 	// Mutants to test (empty: every mutant in the manifest).
 	Mutants []string
 	// MutantSeeds bounds the seeds tried per mutant before it escapes.
@@ -65,8 +71,8 @@ type ReferenceResult struct {
 	Dir      string
 }
 
-// SelfTestReport is the whole gate.
-type SelfTestReport struct {
+// Report is the whole gate.
+type Report struct {
 	Mutants   []MutantResult
 	Reference []ReferenceResult
 	Coverage  Coverage
@@ -75,7 +81,7 @@ type SelfTestReport struct {
 
 // Passed reports whether the gate is green: every mutant caught by an
 // expected checker, every reference run valid, every failpoint reached.
-func (r SelfTestReport) Passed() bool {
+func (r Report) Passed() bool {
 	for _, m := range r.Mutants {
 		if !m.Caught {
 			return false
@@ -89,14 +95,14 @@ func (r SelfTestReport) Passed() bool {
 	return len(r.Coverage.Unreached()) == 0
 }
 
-func (o SelfTestOptions) run(ctx context.Context, name, mutant string, seed uint64, dirs *[]string) (Result, time.Duration, error) {
+func (o Options) run(ctx context.Context, name, mutant string, seed uint64, dirs *[]string) (harness.Result, time.Duration, error) {
 	spec, err := scenarios.Load(name)
 	if err != nil {
-		return Result{}, 0, err
+		return harness.Result{}, 0, err
 	}
-	sc, err := scenarios.Generate(spec, seed, Catalog(o.Manifest, o.Failpts))
+	sc, err := scenarios.Generate(spec, seed, target.Catalog(o.Manifest, o.Failpts))
 	if err != nil {
-		return Result{}, 0, err
+		return harness.Result{}, 0, err
 	}
 	opts := o.Env
 	opts.Manifest, opts.Mutant, opts.Scenario, opts.Bin = o.Manifest, mutant, sc, o.Bin
@@ -105,19 +111,19 @@ func (o SelfTestOptions) run(ctx context.Context, name, mutant string, seed uint
 		label = mutant
 	}
 	opts.RunDir = filepath.Join(o.OutDir, fmt.Sprintf("%s-%s-%d", label, name, seed))
-	opts.Repro = fmt.Sprintf("sagachaos run --target %s --mutant %s --scenario %s --seed %d", o.Manifest.Name, mutant, name, seed)
+	opts.Repro = runstore.Replay{Target: o.Manifest.Name, Mutant: mutant, Scenario: name, Seed: seed}.Line()
 	start := time.Now()
-	res, err := Run(ctx, opts)
+	res, err := harness.Run(ctx, opts)
 	if err == nil {
 		*dirs = append(*dirs, res.RunDir)
 	}
 	return res, time.Since(start), err
 }
 
-// SelfTest runs the gate.
-func SelfTest(ctx context.Context, o SelfTestOptions) (SelfTestReport, error) {
+// Run runs the gate.
+func Run(ctx context.Context, o Options) (Report, error) {
 	start := time.Now()
-	var rep SelfTestReport
+	var rep Report
 	var dirs []string
 	say := func(format string, a ...any) {
 		if o.Progress != nil {
@@ -225,7 +231,7 @@ func orDefault(s, d string) string {
 }
 
 // Write prints the gate's tables.
-func (r SelfTestReport) Write(w io.Writer) {
+func (r Report) Write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MUTANT\tCAUGHT\tCHECKER\tSCENARIO\tMEDIAN\tWORST\tRUNS\tSEEDS")
 	caught := 0
@@ -282,4 +288,12 @@ func seedList(s []uint64) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }

@@ -1,20 +1,19 @@
-package harness
+// Package target is the target stage of the loop: it turns a manifest into
+// running components — templating each instance's env and links, starting
+// it as a real process, waiting until it is healthy — and keeps them
+// running: a component that dies by itself is journaled and restarted, and
+// the nemesis kills, pauses and restarts instances through it. It also
+// builds the target, lists its failpoint catalogue and resolves --target.
+package target
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness/env"
@@ -25,9 +24,28 @@ import (
 	"github.com/sagachaos/sagachaos/targets"
 )
 
-// defaultHealthTimeout bounds how long one instance may take to become
-// healthy.
-const defaultHealthTimeout = 30 * time.Second
+// DefaultHealthTimeout bounds how long one instance may take to become
+// healthy when Config.HealthTimeout is zero.
+const DefaultHealthTimeout = 30 * time.Second
+
+// Config is what the target stage needs from the stages before it.
+type Config struct {
+	Manifest *targets.Manifest
+	Env      *env.Env
+	World    *world.World
+	Rec      *models.Recorder
+	Log      *slog.Logger
+	// Bin is where Build wrote the target's binaries ({{bin}}).
+	Bin string
+	// RunDir is every component's working directory and log directory.
+	RunDir string
+	Mutant string
+	// FailpointLog is SAGACHAOS_FAILPOINT_LOG of every component.
+	FailpointLog string
+	// HealthTimeout bounds how long one instance may take to become
+	// healthy (default DefaultHealthTimeout).
+	HealthTimeout time.Duration
+}
 
 // instance is one running component of the target.
 type instance struct {
@@ -47,8 +65,8 @@ type instance struct {
 	replaceMu sync.Mutex
 }
 
-// target is the system under test, started from its manifest.
-type target struct {
+// Target is the system under test, started from its manifest.
+type Target struct {
 	m      *targets.Manifest
 	sup    *supervisor.Supervisor
 	env    *env.Env
@@ -71,120 +89,42 @@ type target struct {
 	wg        sync.WaitGroup
 }
 
-// TargetError is a target that could not be started: exit code 2, never a
-// verdict.
-type TargetError struct{ Err error }
+// Error is a target that could not be built or started: exit code 2,
+// never a verdict.
+type Error struct{ Err error }
 
-func (e *TargetError) Error() string { return "target: " + e.Err.Error() }
-func (e *TargetError) Unwrap() error { return e.Err }
+func (e *Error) Error() string { return "target: " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
-var templateRE = regexp.MustCompile(`\{\{([a-z]+)(?::([A-Za-z0-9_.-]+))?\}\}`)
-
-// Component ports come from a range below the kernel's ephemeral range
-// (32768–60999 by default). A port picked with ":0" and released for the
-// child to bind is in the range every outgoing connection draws its source
-// port from, and under load one of them takes it first ("address already in
-// use" at start, seen in CI-like parallel runs). Each harness process starts
-// at a pid-derived offset, so concurrent runs rarely probe the same ports.
-const (
-	portBase  = 20000
-	portRange = 10000
-)
-
-var nextPort atomic.Int64
-
-func init() { nextPort.Store(int64(os.Getpid()*7919) % portRange) }
-
-func freeAddr() (string, error) {
-	for i := 0; i < portRange; i++ {
-		port := portBase + int(nextPort.Add(1)%portRange)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr, nil
+// Start brings every instance of the scenario up (replicas as the scenario
+// says, failpoints armed as its plan says) and waits until each is
+// healthy. On an error it stops whatever it started.
+func Start(ctx context.Context, cfg Config, sc scenarios.Scenario) (*Target, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	return "", fmt.Errorf("no free port in 127.0.0.1:%d-%d", portBase, portBase+portRange-1)
+	t := &Target{m: cfg.Manifest, sup: supervisor.New(log), env: cfg.Env, world: cfg.World, rec: cfg.Rec, log: log,
+		bin: cfg.Bin, runDir: cfg.RunDir, mutant: cfg.Mutant, stock: sc.Workload.InitialStock, fpLog: cfg.FailpointLog,
+		healthTimeout: cfg.HealthTimeout}
+	if t.healthTimeout <= 0 {
+		t.healthTimeout = DefaultHealthTimeout
+	}
+	if err := t.start(ctx, sc); err != nil {
+		t.Stop()
+		return nil, err
+	}
+	return t, nil
 }
 
-// fill replaces the manifest templates of docs/target-contract.md for one
-// instance, creating the instance's own links on the way.
-func (t *target) fill(s string, in *instance) (string, error) {
-	var ferr error
-	out := templateRE.ReplaceAllStringFunc(s, func(m string) string {
-		g := templateRE.FindStringSubmatch(m)
-		kind, arg := g[1], g[2]
-		depends := func(d string) bool {
-			for _, x := range in.process.Depends {
-				if x == d {
-					return true
-				}
-			}
-			ferr = fmt.Errorf("process %s uses %s but does not list %q in depends", in.process.Name, m, d)
-			return false
-		}
-		switch kind {
-		case "listen":
-			return in.listen
-		case "instance":
-			return in.name
-		case "bin":
-			return t.bin
-		case "stock":
-			b, _ := json.Marshal(t.stock)
-			return string(b)
-		case "topic":
-			return t.env.TopicName(arg)
-		case "db":
-			if !depends("postgres") {
-				return m
-			}
-			dsn, err := t.env.ProxiedDSN(in.name, arg)
-			if err != nil {
-				ferr = err
-			}
-			return dsn
-		case "kafka":
-			if !depends("kafka") {
-				return m
-			}
-			bs, err := t.env.KafkaBrokersFor(in.name)
-			if err != nil {
-				ferr = err
-			}
-			return strings.Join(bs, ",")
-		case "url":
-			if !depends(arg) {
-				return m
-			}
-			var upstream string
-			switch arg {
-			case "gateway":
-				upstream = t.world.Gateway.Addr()
-			case "carrier":
-				upstream = t.world.Carrier.Addr()
-			case "mailer":
-				upstream = t.world.Mailer.Addr()
-			default:
-				ferr = fmt.Errorf("unknown world service in %s", m)
-				return m
-			}
-			l, err := t.env.NewLink(scenarios.LinkName(in.name, arg), upstream)
-			if err != nil {
-				ferr = err
-				return m
-			}
-			return "http://" + l.Listen()
-		}
-		ferr = fmt.Errorf("unknown template %s", m)
-		return m
-	})
-	return out, ferr
+// Crashes counts the instances that died by themselves so far.
+func (t *Target) Crashes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.crashes
 }
 
-func (t *target) specFor(in *instance) supervisor.Spec {
+func (t *Target) specFor(in *instance) supervisor.Spec {
 	envv := append([]string(nil), in.baseEnv...)
 	var fps []string
 	for name, act := range in.armed {
@@ -204,7 +144,7 @@ func (t *target) specFor(in *instance) supervisor.Spec {
 }
 
 // start brings every instance up and waits until each is healthy.
-func (t *target) start(ctx context.Context, sc scenarios.Scenario) error {
+func (t *Target) start(ctx context.Context, sc scenarios.Scenario) error {
 	t.instances = map[string]*instance{}
 	for _, p := range t.m.Processes {
 		n := p.Replicas
@@ -280,13 +220,13 @@ func (t *target) start(ctx context.Context, sc scenarios.Scenario) error {
 		p := in.proc
 		t.mu.Unlock()
 		if err := t.sup.WaitHealthy(ctx, p, t.healthTimeout); err != nil {
-			return &TargetError{Err: fmt.Errorf("%s never became healthy: %w", name, err)}
+			return &Error{Err: fmt.Errorf("%s never became healthy: %w", name, err)}
 		}
 	}
 	return nil
 }
 
-func (t *target) startInstance(ctx context.Context, in *instance, wait bool) error {
+func (t *Target) startInstance(ctx context.Context, in *instance, wait bool) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -297,7 +237,7 @@ func (t *target) startInstance(ctx context.Context, in *instance, wait bool) err
 	t.mu.Unlock()
 	p, err := t.sup.Start(ctx, spec)
 	if err != nil {
-		return &TargetError{Err: fmt.Errorf("start %s: %w", in.name, err)}
+		return &Error{Err: fmt.Errorf("start %s: %w", in.name, err)}
 	}
 	t.mu.Lock()
 	in.proc = p
@@ -316,7 +256,7 @@ func (t *target) startInstance(ctx context.Context, in *instance, wait bool) err
 // watch notices an instance that died by itself (a failpoint crash, a
 // panic), journals it, disarms its failpoints and restarts it: a crashed
 // component coming back is part of every fault model we test.
-func (t *target) watch(in *instance, p *supervisor.Proc) {
+func (t *Target) watch(in *instance, p *supervisor.Proc) {
 	defer t.wg.Done()
 	<-p.Exited()
 	t.mu.Lock()
@@ -358,7 +298,7 @@ func (t *target) watch(in *instance, p *supervisor.Proc) {
 	}
 }
 
-func (t *target) lookup(name string) (*instance, error) {
+func (t *Target) lookup(name string) (*instance, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	in := t.instances[name]
@@ -369,7 +309,7 @@ func (t *target) lookup(name string) (*instance, error) {
 }
 
 // Kill SIGKILLs an instance on purpose (the nemesis will restart it).
-func (t *target) Kill(ctx context.Context, name string) error {
+func (t *Target) Kill(ctx context.Context, name string) error {
 	in, err := t.lookup(name)
 	if err != nil {
 		return err
@@ -382,7 +322,7 @@ func (t *target) Kill(ctx context.Context, name string) error {
 }
 
 // Restart starts an instance again and waits until it is healthy.
-func (t *target) Restart(ctx context.Context, name string) error {
+func (t *Target) Restart(ctx context.Context, name string) error {
 	in, err := t.lookup(name)
 	if err != nil {
 		return err
@@ -397,7 +337,7 @@ func (t *target) Restart(ctx context.Context, name string) error {
 // replace starts a new incarnation of in if its current one is still stale
 // (killing stale first if it lives). It reports whether it started one: a
 // caller that lost the race to another restarter starts nothing.
-func (t *target) replace(ctx context.Context, in *instance, stale *supervisor.Proc) (bool, error) {
+func (t *Target) replace(ctx context.Context, in *instance, stale *supervisor.Proc) (bool, error) {
 	in.replaceMu.Lock()
 	defer in.replaceMu.Unlock()
 	t.mu.Lock()
@@ -416,7 +356,7 @@ func (t *target) replace(ctx context.Context, in *instance, stale *supervisor.Pr
 }
 
 // Pause SIGSTOPs an instance.
-func (t *target) Pause(name string) error {
+func (t *Target) Pause(name string) error {
 	in, err := t.lookup(name)
 	if err != nil {
 		return err
@@ -425,7 +365,7 @@ func (t *target) Pause(name string) error {
 }
 
 // Resume SIGCONTs an instance.
-func (t *target) Resume(name string) error {
+func (t *Target) Resume(name string) error {
 	in, err := t.lookup(name)
 	if err != nil {
 		return err
@@ -433,8 +373,9 @@ func (t *target) Resume(name string) error {
 	return in.proc.Resume()
 }
 
-// heal resumes every instance and restarts any that is not running.
-func (t *target) heal(ctx context.Context) error {
+// Heal resumes every instance and restarts any that is not running, then
+// waits until every instance is healthy.
+func (t *Target) Heal(ctx context.Context) error {
 	var errs []error
 	for _, name := range t.order {
 		in, _ := t.lookup(name)
@@ -463,8 +404,8 @@ func (t *target) heal(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stop kills every instance and waits for the watchers.
-func (t *target) stop() {
+// Stop kills every instance and waits for the watchers. It is idempotent.
+func (t *Target) Stop() {
 	t.mu.Lock()
 	t.closed = true
 	t.mu.Unlock()
@@ -472,8 +413,9 @@ func (t *target) stop() {
 	t.wg.Wait()
 }
 
-// apiURL is the workload API, directly (not through the client link).
-func (t *target) apiAddr() string {
+// APIAddr is the host:port of the workload API, directly (not through the
+// client link).
+func (t *Target) APIAddr() string {
 	in := t.instances[t.m.API.Process]
 	if in == nil {
 		// A replicated API process: use the first instance.
@@ -484,72 +426,4 @@ func (t *target) apiAddr() string {
 		}
 	}
 	return in.listen
-}
-
-// failpointCatalog runs the manifest's failpoint listing command.
-func failpointCatalog(ctx context.Context, m *targets.Manifest, bin string) ([]targets.Failpoint, error) {
-	if len(m.Failpoints) == 0 {
-		return nil, nil
-	}
-	args := make([]string, len(m.Failpoints))
-	for i, a := range m.Failpoints {
-		args[i] = strings.ReplaceAll(a, "{{bin}}", bin)
-	}
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).Output()
-	if err != nil {
-		return nil, &TargetError{Err: fmt.Errorf("list failpoints (%s): %w", strings.Join(args, " "), err)}
-	}
-	var fps []targets.Failpoint
-	if err := json.Unmarshal(out, &fps); err != nil {
-		return nil, &TargetError{Err: fmt.Errorf("list failpoints: output is not a JSON []Failpoint: %w", err)}
-	}
-	return fps, nil
-}
-
-// buildTarget runs the manifest's build command from the module root above
-// the manifest, writing binaries to bin.
-func buildTarget(ctx context.Context, m *targets.Manifest, bin string) error {
-	if m.Build == nil || len(m.Build.Command) == 0 {
-		return nil
-	}
-	root, err := moduleRoot(m.Dir)
-	if err != nil {
-		return &TargetError{Err: err}
-	}
-	args := make([]string, len(m.Build.Command))
-	for i, a := range m.Build.Command {
-		args[i] = strings.ReplaceAll(a, "{{bin}}", bin)
-	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return &TargetError{Err: fmt.Errorf("build %s (%s): %w: %s", m.Name, strings.Join(args, " "), err, firstLine(string(out)))}
-	}
-	return nil
-}
-
-func moduleRoot(dir string) (string, error) {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.mod above %s to build the target from", dir)
-		}
-		d = parent
-	}
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package harness
+package nemesis
 
 import (
 	"context"
@@ -11,16 +11,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// groupRewinder rewinds the committed offsets of every consumer group that
+// GroupRewinder rewinds the committed offsets of every consumer group that
 // has no live member to the start of the log, so the next member redelivers
 // everything. A broker refuses offset commits from outside an active group,
 // which is why the nemesis stops the component first.
-type groupRewinder struct {
-	brokers []string
+type GroupRewinder struct {
+	// Brokers are the brokers' direct addresses (not through a link).
+	Brokers []string
 }
 
-func (g *groupRewinder) Rewind(ctx context.Context) (string, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...))
+// Rewind rewinds the groups that are empty now, waiting (up to 20s) for one
+// to become empty. It returns the groups it rewound, comma-separated.
+func (g *GroupRewinder) Rewind(ctx context.Context) (string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.Brokers...))
 	if err != nil {
 		return "", fmt.Errorf("rewind: client: %w", err)
 	}

@@ -1,0 +1,71 @@
+package target
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
+)
+
+// Find resolves --target: a path to a manifest file, or the name of a
+// directory under targets/ (searched from the working directory upwards).
+func Find(nameOrPath string) (*targets.Manifest, error) {
+	if strings.HasSuffix(nameOrPath, ".json") {
+		return targets.LoadManifest(nameOrPath)
+	}
+	dir, _ := os.Getwd()
+	for {
+		p := filepath.Join(dir, "targets", nameOrPath, "manifest.json")
+		if _, err := os.Stat(p); err == nil {
+			return targets.LoadManifest(p)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil, fmt.Errorf("unknown target %q: no targets/%s/manifest.json above the working directory (pass a manifest path)", nameOrPath, nameOrPath)
+		}
+		dir = parent
+	}
+}
+
+// ManifestPath is the absolute path of the manifest m was read from ("" for
+// a manifest that was not read from a file).
+func ManifestPath(m *targets.Manifest) string {
+	if m.Dir == "" {
+		return ""
+	}
+	p, err := filepath.Abs(filepath.Join(m.Dir, "manifest.json"))
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// ValidateMutant checks a mutant name against the manifest's catalogue.
+func ValidateMutant(m *targets.Manifest, name string) error {
+	if name == "" {
+		return nil
+	}
+	var known []string
+	for _, mu := range m.Mutants {
+		if mu.Name == name {
+			return nil
+		}
+		known = append(known, mu.Name)
+	}
+	return fmt.Errorf("unknown mutant %q for target %s (known: %s)", name, m.Name, strings.Join(known, ", "))
+}
+
+// Catalog builds the generator's view of a target.
+func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
+	c := scenarios.Catalog{APIProcess: m.API.Process}
+	for _, p := range m.Processes {
+		c.Processes = append(c.Processes, scenarios.Process{Name: p.Name, Role: p.Role, Depends: p.Depends, Replicas: p.Replicas})
+	}
+	for _, f := range fps {
+		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component})
+	}
+	return c
+}
