@@ -81,10 +81,12 @@ func heal(ctx context.Context, l *loop, m *targets.Manifest, e *env.Env, tg *tar
 			l.log.Warn("postgres restart during heal", "err", err)
 		}
 	}
-	if err := tg.Heal(hctx); err != nil {
+	healed, err := tg.Heal(hctx)
+	if err != nil {
 		l.log.Warn("heal target", "err", err)
 		l.rec.Record(models.ProcHarness, models.Info, models.FPhase, "", map[string]string{"name": "heal", "error": err.Error()})
 	}
+	l.rec.Record(models.ProcHarness, models.Info, models.FHealed, "", healed)
 }
 
 // postgresUp reports whether the server answers a query within two

@@ -118,13 +118,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	l.cleanup(tg.Stop)
+	l.cleanup(tg.Close)
 	client, err := e.NewLink(scenarios.LinkName("client", o.Manifest.API.Process), tg.APIAddr())
 	if err != nil {
 		return res, err
 	}
 	drv := workload.New(l.rec, "http://"+client.Listen(), workload.WithTimeout(sc.Limits.ClientTimeout.D()), workload.WithLogger(l.log))
-	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Components: tg, Gateway: w.Gateway, Log: l.log}
+	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Target: tg, Gateway: w.Gateway, Log: l.log}
 	if e.KafkaCluster() != nil || len(e.DirectBrokers()) > 0 {
 		nem.Rewinder = &nemesis.GroupRewinder{Brokers: e.DirectBrokers()}
 	}
@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 
 	l.phase("check")
-	tg.Stop()
+	tg.Close()
 	res.Verdict, err = check(l)
 	if err != nil {
 		return res, err

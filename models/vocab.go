@@ -267,4 +267,7 @@ const (
 	PhaseStart   = "start"
 	PhaseEnd     = "end"
 	PhaseInstant = "instant"
+	// PhaseFired: an armed fault (a failpoint) took effect; Detail says
+	// where (instance, hit) and which component op logged it.
+	PhaseFired = "fired"
 )

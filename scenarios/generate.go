@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
 // Catalog is what the generator needs to know about a target: its processes
@@ -28,6 +29,9 @@ type Process struct {
 	Role     string
 	Depends  []string
 	Replicas int
+	// Consumes is true for a process that declares consumer groups
+	// (manifest consumes): only those can be rewound.
+	Consumes bool
 }
 
 // FailpointRef is a declared failpoint and the process that owns it.
@@ -247,79 +251,50 @@ func pick(t *rapid.T, xs []string, label string) string {
 	return xs[rapid.IntRange(0, len(xs)-1).Draw(t, label)]
 }
 
+// drawFault draws one fault: its kind from the spec's list, its trigger and
+// window, then whatever the kind draws (its target and parameters), with
+// the spec's fixed parameters laid over them.
 func drawFault(t *rapid.T, s *Spec, c Catalog, replicas map[string]int, nOrders int) (Fault, bool) {
 	kind := pick(t, s.Faults.Kinds, "kind")
 	f := Fault{Kind: kind, AfterOrders: rapid.IntRange(0, max(0, nOrders*3/4)).Draw(t, "after"),
 		Duration: Duration(int64(drawRange(t, s.Faults.DurationMS, "duration")) * 1e6)}
+	k, err := faults.New(kind)
+	if err != nil {
+		return f, false // ParseSpec refused unknown kinds already
+	}
+	target, ok := k.Draw(t, c.aim(s, replicas))
+	if !ok {
+		return f, false
+	}
+	if fixed := s.Faults.Params[kind]; fixed != nil {
+		_ = faults.Overlay(k, fixed) // validated by ParseSpec
+	}
+	if _, armed := k.(faults.StartArmed); armed {
+		f.AfterOrders = 0 // armed at start; fires on its Nth hit
+	}
+	f.Target, f.Params = target, k
+	return f, true
+}
+
+// aim is what a drawn run offers a fault, filtered by the spec's patterns.
+func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	inst := c.instancesOf(replicas)
-	var comps, consumers []string
+	a := faults.Aim{Links: filter(c.Links(replicas), s.Faults.Links)}
 	for _, p := range c.Processes {
 		for _, in := range inst[p.Name] {
 			if !matchAny(s.Faults.Components, in) {
 				continue
 			}
-			comps = append(comps, in)
-			if p.Role != "relay" {
-				consumers = append(consumers, in)
+			a.Components = append(a.Components, in)
+			if p.Consumes {
+				a.Consumers = append(a.Consumers, in)
 			}
 		}
 	}
-	switch kind {
-	case FaultLinkDown, FaultLatency, FaultBandwidth, FaultBlackhole, FaultResetPeer, FaultLimitData:
-		links := filter(c.Links(replicas), s.Faults.Links)
-		if len(links) == 0 {
-			return f, false
+	for _, fp := range c.Failpoints {
+		if matchAny(s.Faults.Failpoints, fp.Name) {
+			a.Failpoints = append(a.Failpoints, faults.FailpointAim{Name: fp.Name, Instances: inst[fp.Component]})
 		}
-		f.Target = pick(t, links, "link")
-		switch kind {
-		case FaultLatency:
-			f.Params = map[string]string{"latency_ms": fmt.Sprint(rapid.IntRange(20, 500).Draw(t, "latency")), "jitter_ms": fmt.Sprint(rapid.IntRange(0, 100).Draw(t, "jitter"))}
-		case FaultBandwidth:
-			f.Params = map[string]string{"rate_kb": fmt.Sprint(rapid.IntRange(1, 64).Draw(t, "rate"))}
-		case FaultLimitData:
-			f.Params = map[string]string{"bytes": fmt.Sprint(rapid.IntRange(16, 4096).Draw(t, "bytes"))}
-		}
-	case FaultFailpoint:
-		var fps []FailpointRef
-		for _, fp := range c.Failpoints {
-			if matchAny(s.Faults.Failpoints, fp.Name) {
-				fps = append(fps, fp)
-			}
-		}
-		if len(fps) == 0 {
-			return f, false
-		}
-		fp := fps[rapid.IntRange(0, len(fps)-1).Draw(t, "failpoint")]
-		ins := inst[fp.Component]
-		if len(ins) == 0 {
-			return f, false
-		}
-		f.Target = fp.Name
-		f.AfterOrders = 0 // armed at start; fires on its Nth hit
-		f.Params = map[string]string{
-			"component": pick(t, ins, "instance"),
-			"action":    "crash",
-			"hit":       fmt.Sprint(rapid.IntRange(1, 8).Draw(t, "hit")),
-		}
-	case FaultKill, FaultPause:
-		if len(comps) == 0 {
-			return f, false
-		}
-		f.Target = pick(t, comps, "component")
-	case FaultRewind:
-		if len(consumers) == 0 {
-			return f, false
-		}
-		f.Target = pick(t, consumers, "consumer")
-	case FaultKafkaProduceErr, FaultKafkaCommitErr:
-		f.Params = map[string]string{"count": fmt.Sprint(rapid.IntRange(1, 5).Draw(t, "count"))}
-	case FaultGatewayAmbiguous:
-		mode := "500"
-		if rapid.Bool().Draw(t, "hang") {
-			mode = "hang"
-		}
-		f.Params = map[string]string{"mode": mode, "count": fmt.Sprint(rapid.IntRange(1, 3).Draw(t, "count"))}
-	case FaultDBCrash:
 	}
-	return f, true
+	return a
 }

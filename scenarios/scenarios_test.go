@@ -12,10 +12,10 @@ import (
 var testCatalog = Catalog{
 	APIProcess: "orders",
 	Processes: []Process{
-		{Name: "orders", Role: "orchestrator", Depends: []string{"postgres", "kafka", "mailer"}},
-		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}},
-		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}},
-		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}},
+		{Name: "orders", Role: "api", Depends: []string{"postgres", "kafka", "mailer"}, Consumes: true},
+		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}, Consumes: true},
+		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}, Consumes: true},
+		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true},
 		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
 	},
 	Failpoints: []FailpointRef{

@@ -11,6 +11,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
 // Spec is a named scenario file: the ranges the generator draws a concrete
@@ -55,6 +57,10 @@ type FaultRange struct {
 	Components []string `json:"components,omitempty"`
 	Failpoints []string `json:"failpoints,omitempty"`
 	DurationMS Range    `json:"duration_ms"`
+	// Params fixes parameters per kind instead of drawing them, e.g.
+	// {"latency": {"stream": "upstream"}}; `sagachaos list faults` lists
+	// each kind's parameters.
+	Params map[string]json.RawMessage `json:"params,omitempty"`
 }
 
 //go:embed named/*.json
@@ -186,13 +192,19 @@ func (s *Spec) validate() *SpecError {
 	if s.RetryUnknown < 0 {
 		return bad("retry_unknown", "%d is negative", s.RetryUnknown)
 	}
-	known := map[string]bool{}
-	for _, k := range FaultKinds {
-		known[k] = true
-	}
 	for i, k := range s.Faults.Kinds {
-		if !known[k] {
-			return bad(fmt.Sprintf("faults.kinds[%d]", i), "unknown fault kind %q (known: %s)", k, strings.Join(FaultKinds, ", "))
+		if _, err := faults.New(k); err != nil {
+			return bad(fmt.Sprintf("faults.kinds[%d]", i), "%v", err)
+		}
+	}
+	kinds := make([]string, 0, len(s.Faults.Params))
+	for k := range s.Faults.Params {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, name := range kinds {
+		if err := checkFixedParams(name, s.Faults.Params[name]); err != nil {
+			return err
 		}
 	}
 	if s.Faults.Count.Max > 0 && len(s.Faults.Kinds) == 0 {
@@ -213,6 +225,28 @@ func (s *Spec) validate() *SpecError {
 	}
 	if s.Limits.ClientTimeout <= 0 {
 		return bad("limits.client_timeout", "must be positive (e.g. \"3s\")")
+	}
+	return nil
+}
+
+// checkFixedParams validates the parameters a spec fixes for a kind: laid
+// over a drawn example of the kind, they must name real parameters and pass
+// the kind's validation.
+func checkFixedParams(name string, raw json.RawMessage) *SpecError {
+	field := "faults.params." + name
+	k, _, err := faults.Example(name)
+	if err == nil {
+		err = faults.Overlay(k, raw)
+	}
+	if err == nil {
+		err = k.Validate()
+	}
+	var pe *faults.ParamError
+	if errors.As(err, &pe) {
+		return &SpecError{Field: field + "." + pe.Field, Problem: pe.Problem}
+	}
+	if err != nil {
+		return &SpecError{Field: field, Problem: err.Error()}
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
 // Scenario is everything needed to run (and re-run) one case: the concrete
@@ -50,30 +52,9 @@ type OrderPlan struct {
 	Gap Duration `json:"gap,omitempty"`
 }
 
-// Fault kinds (DESIGN §6).
-const (
-	FaultLinkDown         = "link-down"         // Target: link; window
-	FaultLatency          = "latency"           // Target: link; Params latency, jitter; window
-	FaultBandwidth        = "bandwidth"         // Target: link; Params rate (KB/s); window
-	FaultBlackhole        = "blackhole"         // Target: link; toxiproxy "timeout"; window
-	FaultResetPeer        = "reset-peer"        // Target: link; window
-	FaultLimitData        = "limit-data"        // Target: link; Params bytes; window
-	FaultFailpoint        = "failpoint"         // Target: failpoint name; Params action ("crash"…), hit, component
-	FaultKill             = "kill"              // Target: component instance; SIGKILL then restart after Duration
-	FaultPause            = "pause"             // Target: component instance; SIGSTOP for Duration
-	FaultDBCrash          = "db-crash"          // SIGKILL the postmaster, restart after Duration
-	FaultKafkaProduceErr  = "kafka-produce-err" // records written, then answered with an error; Params count
-	FaultKafkaCommitErr   = "kafka-commit-err"  // offset stored, then answered with an error; Params count
-	FaultRewind           = "rewind"            // Target: consumer group; rewind committed offsets to the start
-	FaultGatewayAmbiguous = "gateway-ambiguous" // next Params count charges: applied, then answered 500 or hang (Params mode)
-)
-
-// FaultKinds lists every kind the nemesis knows.
-var FaultKinds = []string{FaultLinkDown, FaultLatency, FaultBandwidth, FaultBlackhole, FaultResetPeer, FaultLimitData,
-	FaultFailpoint, FaultKill, FaultPause, FaultDBCrash, FaultKafkaProduceErr, FaultKafkaCommitErr, FaultRewind, FaultGatewayAmbiguous}
-
 // Fault is one planned fault. Triggers count orders placed, not wall time,
-// so a seed replays the same way.
+// so a seed replays the same way. The kinds, their parameters and what
+// they do are the registry of package scenarios/faults.
 type Fault struct {
 	ID     string `json:"id"`
 	Kind   string `json:"kind"`
@@ -81,8 +62,81 @@ type Fault struct {
 	// AfterOrders starts the fault once this many orders have been invoked.
 	AfterOrders int `json:"after_orders"`
 	// Duration is the fault window (or the down time before a restart).
-	Duration Duration          `json:"duration,omitempty"`
-	Params   map[string]string `json:"params,omitempty"`
+	Duration Duration `json:"duration,omitempty"`
+	// Params are the kind's typed parameters (and the kind's behaviour);
+	// nil reads as the kind's defaults.
+	Params faults.Kind `json:"params,omitempty"`
+}
+
+// FaultError is a fault of a scenario that cannot be used: an unknown kind
+// or a bad parameter. It names the fault and the field.
+type FaultError struct {
+	ID, Kind, Field, Problem string
+}
+
+func (e *FaultError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("fault %s: %s", e.ID, e.Problem)
+	}
+	return fmt.Sprintf("fault %s (%s): field %s: %s", e.ID, e.Kind, e.Field, e.Problem)
+}
+
+// Spec returns the fault's parameters, the kind's defaults when none were
+// given.
+func (f Fault) Spec() (faults.Kind, error) {
+	if f.Params != nil {
+		return f.Params, nil
+	}
+	return faults.New(f.Kind)
+}
+
+// View is what the fault's kind sees of it when it is applied.
+func (f Fault) View() faults.Fault {
+	return faults.Fault{ID: f.ID, Target: f.Target, Duration: f.Duration.D()}
+}
+
+// UnmarshalJSON reads a fault and decodes its parameters by its kind,
+// strictly: an unknown kind, an unknown parameter or a bad value is a
+// *FaultError.
+func (f *Fault) UnmarshalJSON(b []byte) error {
+	type plain Fault
+	var raw struct {
+		plain
+		Params json.RawMessage `json:"params,omitempty"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*f = Fault(raw.plain)
+	k, err := faults.Decode(f.Kind, raw.Params)
+	if err != nil {
+		var pe *faults.ParamError
+		if errors.As(err, &pe) {
+			return &FaultError{ID: f.ID, Kind: f.Kind, Field: "params." + pe.Field, Problem: pe.Problem}
+		}
+		return &FaultError{ID: f.ID, Kind: f.Kind, Problem: err.Error()}
+	}
+	f.Params = k
+	return nil
+}
+
+// MarshalJSON writes a fault; a kind without parameters writes none.
+func (f Fault) MarshalJSON() ([]byte, error) {
+	type plain Fault
+	out := struct {
+		plain
+		Params json.RawMessage `json:"params,omitempty"`
+	}{plain: plain(f)}
+	if f.Params != nil {
+		b, err := json.Marshal(f.Params)
+		if err != nil {
+			return nil, err
+		}
+		if string(b) != "{}" {
+			out.Params = b
+		}
+	}
+	return json.Marshal(out)
 }
 
 // Limits bound a run.

@@ -27,8 +27,10 @@ type Manifest struct {
 	// SAGACHAOS_MUTANT.
 	Mutants []Mutant `json:"mutants,omitempty"`
 
-	// Dir is the directory the manifest was read from (not serialised).
-	Dir string `json:"-"`
+	// Dir is the directory the manifest was read from, Path the file (not
+	// serialised).
+	Dir  string `json:"-"`
+	Path string `json:"-"`
 }
 
 // Build is a command that builds the target's binaries.
@@ -46,7 +48,10 @@ type Topic struct {
 // instances named "<name>-1", "<name>-2", …; a single replica is named
 // "<name>".
 type Process struct {
-	Name     string            `json:"name"`
+	Name string `json:"name"`
+	// Role is what the process is for (docs/target-contract.md): "api"
+	// (serves the workload API), "relay" (publishes outbox rows; owns no
+	// consumer group), "consumer", "worker"; empty: unspecified.
 	Role     string            `json:"role,omitempty"`
 	Command  []string          `json:"command"`
 	Env      map[string]string `json:"env,omitempty"`
@@ -57,7 +62,27 @@ type Process struct {
 	// Depends lists the dependencies the instance gets its own proxied
 	// link to: "postgres", "kafka", "gateway", "carrier", "mailer".
 	Depends []string `json:"depends,omitempty"`
+	// Consumes declares what the process consumes; only processes that
+	// declare consumer groups are rewind targets.
+	Consumes []Consume `json:"consumes,omitempty"`
 }
+
+// Consume is one consumer a process runs.
+type Consume struct {
+	// Consumer is the value of the applied query's consumer column for the
+	// records this consumer applies.
+	Consumer string `json:"consumer"`
+	// Group is the Kafka consumer group id (what a rewind rewinds).
+	Group string `json:"group,omitempty"`
+	// Topics are manifest topic names.
+	Topics []string `json:"topics"`
+	// Types are the record types it applies; records of other types it
+	// skips without an applied record. Empty: every record of Topics.
+	Types []string `json:"types,omitempty"`
+}
+
+// Roles a process may declare.
+var knownRoles = map[string]bool{"": true, "api": true, "relay": true, "consumer": true, "worker": true}
 
 // API says which process serves the workload API (POST /orders,
 // GET /orders/{id}, GET /orders).
@@ -110,6 +135,7 @@ func LoadManifest(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
+	m.Path = path
 	if i := strings.LastIndex(path, "/"); i >= 0 {
 		m.Dir = path[:i]
 	} else {
@@ -160,6 +186,32 @@ func (m *Manifest) Validate() error {
 		for _, d := range p.Depends {
 			if !knownDeps[d] {
 				return fmt.Errorf("field processes[%d].depends: unknown dependency %q (known: postgres, kafka, gateway, carrier, mailer)", i, d)
+			}
+		}
+		if !knownRoles[p.Role] {
+			return fmt.Errorf("field processes[%d].role: unknown role %q (known: api, relay, consumer, worker)", i, p.Role)
+		}
+		if p.Role == "relay" && len(p.Consumes) > 0 {
+			return fmt.Errorf("field processes[%d].consumes: a relay owns no consumer group", i)
+		}
+	}
+	topics := map[string]bool{}
+	for _, t := range m.Topics {
+		topics[t.Name] = true
+	}
+	for i, p := range m.Processes {
+		for j, c := range p.Consumes {
+			field := fmt.Sprintf("processes[%d].consumes[%d]", i, j)
+			if c.Consumer == "" {
+				return fmt.Errorf("field %s.consumer: empty", field)
+			}
+			if len(c.Topics) == 0 {
+				return fmt.Errorf("field %s.topics: empty", field)
+			}
+			for k, t := range c.Topics {
+				if !topics[t] {
+					return fmt.Errorf("field %s.topics[%d]: %q is not one of the topics", field, k, t)
+				}
 			}
 		}
 	}

@@ -22,7 +22,7 @@ usage:
   sagachaos repro  RUN_DIR            replay a run: same scenario.json, same seed
   sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
   sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
-  sagachaos list   scenarios|checkers|mutants|failpoints
+  sagachaos list   scenarios|faults|checkers|mutants|failpoints
   sagachaos selftest [--mutants a,b] [--mutant-seeds 5] [--detect-seeds 3] [--reference-seeds 2]
                                       the gate: every planted bug caught by its checker, the reference never flagged
   sagachaos env up                    bring the embedded environment up until Ctrl-C

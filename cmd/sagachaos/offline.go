@@ -17,6 +17,7 @@ import (
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/reports"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
@@ -125,7 +126,7 @@ func commonParent(dirs []string) string {
 
 func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) < 1 {
-		return fail(2, "list: want scenarios, checkers, mutants or failpoints")
+		return fail(2, "list: want scenarios, faults, checkers, mutants or failpoints")
 	}
 	targetName := "reference"
 	if len(args) > 1 {
@@ -142,6 +143,8 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\n", n, s.Description)
 		}
+	case "faults":
+		writeFaults(stdout)
 	case "checkers":
 		for _, d := range checkers.Describe() {
 			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Invariant)
@@ -169,7 +172,34 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Component, f.Description)
 		}
 	default:
-		return fail(2, "list: unknown list %q (want scenarios, checkers, mutants or failpoints)", args[0])
+		return fail(2, "list: unknown list %q (want scenarios, faults, checkers, mutants or failpoints)", args[0])
 	}
 	return nil
+}
+
+// writeFaults lists every fault kind of the registry: a line with its
+// description, then one line per parameter with its type, default and
+// meaning.
+func writeFaults(w io.Writer) {
+	kinds := faults.Kinds()
+	nw, tw := 0, 0
+	for _, k := range kinds {
+		for _, p := range faults.Params(k) {
+			nw = max(nw, len(p.Name))
+			tw = max(tw, len(paramType(p)))
+		}
+	}
+	for _, k := range kinds {
+		fmt.Fprintf(w, "%s — %s\n", k.Name(), k.Doc())
+		for _, p := range faults.Params(k) {
+			fmt.Fprintf(w, "    %-*s  %-*s  %s\n", nw, p.Name, tw, paramType(p), p.Doc)
+		}
+	}
+}
+
+func paramType(p faults.Param) string {
+	if p.Default == "" {
+		return p.Type + " (no default)"
+	}
+	return p.Type + " = " + p.Default
 }

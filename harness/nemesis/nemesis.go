@@ -1,7 +1,16 @@
 // Package nemesis applies a scenario's fault plan to a running target and
-// journals every fault it actually applied as nemesis ops in the history
-// (start / end / instant, with the error if applying failed), so a replay
-// can say how faithfully it matched the original.
+// journals what took effect as nemesis ops in the history (start / end /
+// instant, fired for an armed failpoint that ran, with the error if
+// applying failed), so a replay can say how faithfully it matched the
+// original.
+//
+// The fault kinds are the registry of scenarios/faults: the nemesis waits
+// for each fault's trigger, calls its kind's Apply with the System it
+// implements here, waits out the window and calls the Undo. The System makes
+// overlapping faults on one resource compose (reference counts per link,
+// per component instance, for PostgreSQL), and every undo gets a context
+// that ends a couple of seconds after an interrupt, so Ctrl-C never waits
+// on a fault.
 //
 // Triggers count orders invoked, not wall time, so a seed replays the same
 // way; durations are the only clock the nemesis reads.
@@ -10,55 +19,52 @@ package nemesis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
+	"maps"
 	"sync"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sagachaos/sagachaos/harness/env"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
-// Components is what the nemesis needs from the running target: process
-// control by instance name. Restart waits until the instance is healthy.
-type Components interface {
-	Kill(ctx context.Context, instance string) error
-	Restart(ctx context.Context, instance string) error
-	Pause(instance string) error
-	Resume(instance string) error
+// Target is what the nemesis needs from the target stage: component holds,
+// the failpoints it armed, and which groups a consumer declares.
+type Target interface {
+	faults.Components
+	faults.Failpoints
+	Groups(instance string) (groups, instances []string, err error)
 }
 
-// Ambiguity makes the next n calls of a world service ambiguous.
-type Ambiguity interface {
-	InjectAmbiguous(mode string, n int) error
-}
-
-// Rewinder rewinds the committed offsets of the consumer groups that a
-// stopped component left empty.
+// Rewinder rewinds consumer groups to the start of the log.
 type Rewinder interface {
-	Rewind(ctx context.Context) (string, error)
+	Rewind(ctx context.Context, groups []string) (string, error)
 }
 
 // Trigger returns a channel closed once n orders have been invoked.
 type Trigger func(n int) <-chan struct{}
 
+// Undo budget: an undo may take this long in all, and this long after the
+// run was interrupted.
+const (
+	undoLimit = 60 * time.Second
+	undoGrace = 2 * time.Second
+)
+
 // Nemesis applies faults. Create one per run.
 type Nemesis struct {
-	Rec        *models.Recorder
-	Env        *env.Env
-	Components Components
-	Gateway    Ambiguity
-	Rewinder   Rewinder
-	Log        *slog.Logger
+	Rec      *models.Recorder
+	Env      *env.Env
+	Target   Target
+	Gateway  faults.Gateway
+	Rewinder Rewinder
+	Log      *slog.Logger
 
 	mu     sync.Mutex
 	active map[string]string // fault id → kind, while its window is open
+	holds  holds
 }
 
 // Active lists the faults whose window is open now (for the status line).
@@ -72,26 +78,22 @@ func (n *Nemesis) Active() []string {
 	return out
 }
 
-// Run applies every fault of the plan that is not armed at process start
-// (failpoints are), each when its trigger fires. It returns when every
-// fault has ended: its window closed, heal was closed (all windows close
-// early), or the workload finished before its trigger (the fault is then
-// journaled as skipped). Run never returns an error for a fault that could
-// not be applied: that is journaled, and the run goes on.
-func (n *Nemesis) Run(ctx context.Context, faults []scenarios.Fault, trigger Trigger, workloadDone, heal <-chan struct{}) {
+// Run applies every fault of the plan, each when its trigger fires. It
+// returns when every fault has ended: its window closed, heal was closed
+// (all windows close early), or the workload finished before its trigger
+// (the fault is then journaled as skipped). Run never returns an error for
+// a fault that could not be applied: that is journaled, and the run goes
+// on.
+func (n *Nemesis) Run(ctx context.Context, plan []scenarios.Fault, trigger Trigger, workloadDone, heal <-chan struct{}) {
 	if n.Log == nil {
 		n.Log = slog.Default()
 	}
+	n.mu.Lock()
 	n.active = map[string]string{}
+	n.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, f := range faults {
-		if f.Kind == scenarios.FaultFailpoint {
-			n.record(f, models.PhaseInstant, nil, map[string]string{"armed": f.Params["component"], "action": f.Params["action"], "hit": f.Params["hit"]})
-			continue
-		}
-		wg.Add(1)
-		go func(f scenarios.Fault) {
-			defer wg.Done()
+	for _, f := range plan {
+		wg.Go(func() {
 			select {
 			case <-trigger(f.AfterOrders):
 			case <-workloadDone:
@@ -110,9 +112,37 @@ func (n *Nemesis) Run(ctx context.Context, faults []scenarios.Fault, trigger Tri
 				return
 			}
 			n.apply(ctx, f, heal)
-		}(f)
+		})
 	}
 	wg.Wait()
+}
+
+// apply runs one fault: Apply, the window, Undo, each journaled.
+func (n *Nemesis) apply(ctx context.Context, f scenarios.Fault, heal <-chan struct{}) {
+	k, err := f.Spec()
+	if err != nil {
+		n.record(f, models.PhaseInstant, err, nil)
+		return
+	}
+	detail := faults.Strings(k)
+	eff, err := k.Apply(ctx, system{n}, f.View())
+	if err != nil {
+		n.record(f, models.PhaseInstant, err, detail)
+		return
+	}
+	maps.Copy(detail, eff.Detail)
+	if eff.Undo == nil {
+		n.record(f, models.PhaseInstant, nil, detail)
+		return
+	}
+	n.record(f, models.PhaseStart, nil, detail)
+	if !eff.Immediate {
+		window(ctx, f.Duration.D(), heal)
+	}
+	uctx, cancel := undoContext(ctx)
+	defer cancel()
+	end, err := eff.Undo(uctx)
+	n.record(f, models.PhaseEnd, err, end)
 }
 
 func (n *Nemesis) record(f scenarios.Fault, phase string, err error, detail map[string]string) {
@@ -120,8 +150,7 @@ func (n *Nemesis) record(f scenarios.Fault, phase string, err error, detail map[
 	if err != nil {
 		fr.Error = err.Error()
 	}
-	typ := models.Info
-	n.Rec.Record(models.ProcNemesis, typ, f.Kind, "", fr)
+	n.Rec.Record(models.ProcNemesis, models.Info, f.Kind, "", fr)
 	n.mu.Lock()
 	switch {
 	case phase == models.PhaseStart && err == nil:
@@ -146,138 +175,12 @@ func window(ctx context.Context, d time.Duration, heal <-chan struct{}) {
 	}
 }
 
-func (n *Nemesis) apply(ctx context.Context, f scenarios.Fault, heal <-chan struct{}) {
-	// The end of a window must happen even when the run is being torn down,
-	// so undo steps use a context of their own.
-	undoCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	defer cancel()
-	switch f.Kind {
-	case scenarios.FaultLinkDown, scenarios.FaultLatency, scenarios.FaultBandwidth, scenarios.FaultBlackhole, scenarios.FaultResetPeer, scenarios.FaultLimitData:
-		n.linkFault(ctx, f, heal)
-	case scenarios.FaultKill:
-		if err := n.Components.Kill(ctx, f.Target); err != nil {
-			n.record(f, models.PhaseStart, err, nil)
-			return
-		}
-		n.record(f, models.PhaseStart, nil, nil)
-		window(ctx, f.Duration.D(), heal)
-		n.record(f, models.PhaseEnd, n.Components.Restart(undoCtx, f.Target), map[string]string{"action": "restart"})
-	case scenarios.FaultPause:
-		if err := n.Components.Pause(f.Target); err != nil {
-			n.record(f, models.PhaseStart, err, nil)
-			return
-		}
-		n.record(f, models.PhaseStart, nil, nil)
-		window(ctx, f.Duration.D(), heal)
-		n.record(f, models.PhaseEnd, n.Components.Resume(f.Target), nil)
-	case scenarios.FaultDBCrash:
-		if err := n.Env.CrashPostgres(ctx); err != nil {
-			n.record(f, models.PhaseStart, err, nil)
-			return
-		}
-		n.record(f, models.PhaseStart, nil, nil)
-		window(ctx, f.Duration.D(), heal)
-		n.record(f, models.PhaseEnd, n.Env.RestartPostgres(undoCtx), map[string]string{"action": "restart"})
-	case scenarios.FaultKafkaProduceErr, scenarios.FaultKafkaCommitErr:
-		n.kafkaFault(ctx, f, heal)
-	case scenarios.FaultRewind:
-		if err := n.Components.Kill(ctx, f.Target); err != nil {
-			n.record(f, models.PhaseStart, err, nil)
-			return
-		}
-		n.record(f, models.PhaseStart, nil, map[string]string{"action": "stopped " + f.Target})
-		var detail map[string]string
-		var err error
-		if n.Rewinder == nil {
-			err = errors.New("no rewinder: the Kafka provider cannot rewind groups")
-		} else {
-			var what string
-			what, err = n.Rewinder.Rewind(undoCtx)
-			detail = map[string]string{"rewound": what}
-		}
-		if rerr := n.Components.Restart(undoCtx, f.Target); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		n.record(f, models.PhaseEnd, err, detail)
-	case scenarios.FaultGatewayAmbiguous:
-		count, _ := strconv.Atoi(f.Params["count"])
-		if count < 1 {
-			count = 1
-		}
-		var err error
-		if n.Gateway == nil {
-			err = errors.New("no gateway")
-		} else {
-			err = n.Gateway.InjectAmbiguous(f.Params["mode"], count)
-		}
-		n.record(f, models.PhaseInstant, err, map[string]string{"mode": f.Params["mode"], "count": strconv.Itoa(count)})
-	default:
-		n.record(f, models.PhaseInstant, fmt.Errorf("unknown fault kind %q", f.Kind), nil)
-	}
-}
-
-func (n *Nemesis) linkFault(ctx context.Context, f scenarios.Fault, heal <-chan struct{}) {
-	l := n.Env.Link(f.Target)
-	if l == nil {
-		n.record(f, models.PhaseStart, fmt.Errorf("no link %q", f.Target), nil)
-		return
-	}
-	toxic := "nemesis-" + f.ID
-	atoi := func(k string, def int) int {
-		if v, err := strconv.Atoi(f.Params[k]); err == nil {
-			return v
-		}
-		return def
-	}
-	var err error
-	switch f.Kind {
-	case scenarios.FaultLinkDown:
-		err = l.Down()
-	case scenarios.FaultLatency:
-		err = l.AddToxic(toxic, "latency", "downstream", map[string]any{"latency": atoi("latency_ms", 100), "jitter": atoi("jitter_ms", 0)})
-	case scenarios.FaultBandwidth:
-		err = l.AddToxic(toxic, "bandwidth", "downstream", map[string]any{"rate": atoi("rate_kb", 8)})
-	case scenarios.FaultBlackhole:
-		err = l.AddToxic(toxic, "timeout", "downstream", map[string]any{"timeout": 0})
-	case scenarios.FaultResetPeer:
-		err = l.AddToxic(toxic, "reset_peer", "downstream", map[string]any{"timeout": 0})
-	case scenarios.FaultLimitData:
-		err = l.AddToxic(toxic, "limit_data", "downstream", map[string]any{"bytes": atoi("bytes", 1024)})
-	}
-	n.record(f, models.PhaseStart, err, f.Params)
-	if err != nil {
-		return
-	}
-	window(ctx, f.Duration.D(), heal)
-	if f.Kind == scenarios.FaultLinkDown {
-		err = l.Up()
-	} else {
-		err = l.RemoveToxic(toxic)
-	}
-	n.record(f, models.PhaseEnd, err, nil)
-}
-
-func (n *Nemesis) kafkaFault(ctx context.Context, f scenarios.Fault, heal <-chan struct{}) {
-	c := n.Env.KafkaCluster()
-	if c == nil {
-		n.record(f, models.PhaseStart, errors.New("broker faults need the embedded kfake cluster"), nil)
-		return
-	}
-	count, _ := strconv.Atoi(f.Params["count"])
-	if count < 1 {
-		count = 1
-	}
-	key := kmsg.Produce
-	if f.Kind == scenarios.FaultKafkaCommitErr {
-		key = kmsg.OffsetCommit
-	}
-	// REQUEST_TIMED_OUT is the error kfake answers after doing the work: the
-	// records are written (the offset is stored) and the client is told it
-	// failed, exactly the ambiguity a real broker produces.
-	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{key}, Err: kerr.RequestTimedOut, Count: count})
-	n.record(f, models.PhaseStart, nil, map[string]string{"count": strconv.Itoa(count)})
-	window(ctx, f.Duration.D(), heal)
-	hits := h.Hits()
-	h.Remove()
-	n.record(f, models.PhaseEnd, nil, map[string]string{"hits": strconv.Itoa(hits)})
+// undoContext is the context of an undo: the end of a window must happen
+// even while the run is being torn down, so it outlives ctx — but by
+// undoGrace only, so an interrupt never waits on a stalled undo (the
+// harness's cleanup then kills whatever the undo could not bring back).
+func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	u, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoLimit)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(undoGrace, cancel) })
+	return u, func() { stop(); cancel() }
 }

@@ -12,24 +12,42 @@ import (
 	"github.com/sagachaos/sagachaos/harness/env"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
-// fakeComponents records process control calls; the nemesis's contract with
-// the target is only these four calls (real processes are covered by the
-// harness and CLI tests).
-type fakeComponents struct {
+// fakeTarget records process control calls; the nemesis's contract with
+// the target is only these calls (real processes are covered by the
+// target stage's and the CLI's tests).
+type fakeTarget struct {
 	mu    sync.Mutex
 	calls []string
+	armed map[string]string
 }
 
-func (f *fakeComponents) note(s string)                          { f.mu.Lock(); f.calls = append(f.calls, s); f.mu.Unlock() }
-func (f *fakeComponents) Kill(_ context.Context, n string) error { f.note("kill " + n); return nil }
-func (f *fakeComponents) Restart(_ context.Context, n string) error {
-	f.note("restart " + n)
-	return nil
+func (f *fakeTarget) note(s string) { f.mu.Lock(); f.calls = append(f.calls, s); f.mu.Unlock() }
+func (f *fakeTarget) Stop(_ context.Context, n, id string) (string, error) {
+	f.note("stop " + n)
+	return "killed", nil
 }
-func (f *fakeComponents) Pause(n string) error  { f.note("pause " + n); return nil }
-func (f *fakeComponents) Resume(n string) error { f.note("resume " + n); return nil }
+func (f *fakeTarget) Start(_ context.Context, n, id string) (string, error) {
+	f.note("start " + n)
+	return "restarted", nil
+}
+func (f *fakeTarget) Pause(n, id string) (string, error) { f.note("pause " + n); return "paused", nil }
+func (f *fakeTarget) Resume(n, id string) (string, error) {
+	f.note("resume " + n)
+	return "resumed", nil
+}
+func (f *fakeTarget) Armed(id string) (string, bool) {
+	in, ok := f.armed[id]
+	return in, ok
+}
+func (f *fakeTarget) Groups(instance string) ([]string, []string, error) {
+	if instance == "relay-1" {
+		return nil, []string{"relay-1", "relay-2"}, nil
+	}
+	return []string{instance}, []string{instance}, nil
+}
 
 type fakeGateway struct {
 	mode string
@@ -89,17 +107,17 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _ := models.NewRecorder(nil, models.Header{})
-	comps := &fakeComponents{}
+	comps := &fakeTarget{armed: map[string]string{"f7": "relay-1"}}
 	gw := &fakeGateway{}
-	n := &Nemesis{Rec: rec, Env: e, Components: comps, Gateway: gw}
+	n := &Nemesis{Rec: rec, Env: e, Target: comps, Gateway: gw}
 	faults := []scenarios.Fault{
-		{ID: "f1", Kind: scenarios.FaultLinkDown, Target: "payment→gateway", AfterOrders: 2, Duration: scenarios.Duration(400 * time.Millisecond)},
-		{ID: "f2", Kind: scenarios.FaultKill, Target: "relay-1", AfterOrders: 1, Duration: scenarios.Duration(50 * time.Millisecond)},
-		{ID: "f3", Kind: scenarios.FaultKafkaProduceErr, AfterOrders: 0, Params: map[string]string{"count": "2"}, Duration: scenarios.Duration(50 * time.Millisecond)},
-		{ID: "f4", Kind: scenarios.FaultGatewayAmbiguous, AfterOrders: 0, Params: map[string]string{"mode": "hang", "count": "3"}},
-		{ID: "f5", Kind: scenarios.FaultPause, Target: "payment", AfterOrders: 99, Duration: scenarios.Duration(time.Second)},
-		{ID: "f6", Kind: scenarios.FaultLatency, Target: "no→such", AfterOrders: 0},
-		{ID: "f7", Kind: scenarios.FaultFailpoint, Target: "relay.after-publish", Params: map[string]string{"component": "relay-1", "action": "crash", "hit": "3"}},
+		{ID: "f1", Kind: "link-down", Target: "payment→gateway", AfterOrders: 2, Duration: scenarios.Duration(400 * time.Millisecond)},
+		{ID: "f2", Kind: "kill", Target: "relay-1", AfterOrders: 1, Duration: scenarios.Duration(50 * time.Millisecond)},
+		{ID: "f3", Kind: "kafka-produce-err", AfterOrders: 0, Params: &faults.KafkaProduceErr{Count: 2}, Duration: scenarios.Duration(50 * time.Millisecond)},
+		{ID: "f4", Kind: "gateway-ambiguous", AfterOrders: 0, Params: &faults.GatewayAmbiguous{Mode: "hang", Count: 3}},
+		{ID: "f5", Kind: "pause", Target: "payment", AfterOrders: 99, Duration: scenarios.Duration(time.Second)},
+		{ID: "f6", Kind: "latency", Target: "no→such", AfterOrders: 0},
+		{ID: "f7", Kind: "failpoint", Target: "relay.after-publish", Params: &faults.Failpoint{Component: "relay-1", Action: "crash", Hit: 3}},
 	}
 	c := &counter{}
 	done, heal := make(chan struct{}), make(chan struct{})
@@ -130,8 +148,8 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 	if gw.mode != "hang" || gw.n != 3 {
 		t.Errorf("gateway ambiguity = %q×%d, want hang×3", gw.mode, gw.n)
 	}
-	if len(comps.calls) != 2 || comps.calls[0] != "kill relay-1" || comps.calls[1] != "restart relay-1" {
-		t.Errorf("component calls %v, want kill then restart of relay-1", comps.calls)
+	if len(comps.calls) != 2 || comps.calls[0] != "stop relay-1" || comps.calls[1] != "start relay-1" {
+		t.Errorf("component calls %v, want stop then start of relay-1", comps.calls)
 	}
 	got := map[string]models.FaultRecord{}
 	for _, op := range rec.Ops() {
@@ -141,7 +159,7 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 		}
 		got[fr.ID+"/"+fr.Phase] = fr
 	}
-	for _, want := range []string{"f1/start", "f1/end", "f2/start", "f2/end", "f3/start", "f3/end", "f4/instant", "f5/instant", "f6/start", "f7/instant"} {
+	for _, want := range []string{"f1/start", "f1/end", "f2/start", "f2/end", "f3/start", "f3/end", "f4/instant", "f5/instant", "f6/instant", "f7/instant"} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("journal lacks %s; has %v", want, got)
 		}
@@ -149,7 +167,7 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 	if fr := got["f5/instant"]; fr.Error == "" {
 		t.Error("a fault whose trigger was never reached is journaled without saying it was skipped")
 	}
-	if fr := got["f6/start"]; fr.Error == "" {
+	if fr := got["f6/instant"]; fr.Error == "" {
 		t.Error("a fault on an unknown link is journaled as applied")
 	}
 	if fr := got["f1/start"]; fr.Error != "" {

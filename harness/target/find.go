@@ -62,7 +62,11 @@ func ValidateMutant(m *targets.Manifest, name string) error {
 func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
 	c := scenarios.Catalog{APIProcess: m.API.Process}
 	for _, p := range m.Processes {
-		c.Processes = append(c.Processes, scenarios.Process{Name: p.Name, Role: p.Role, Depends: p.Depends, Replicas: p.Replicas})
+		sp := scenarios.Process{Name: p.Name, Role: p.Role, Depends: p.Depends, Replicas: p.Replicas}
+		for _, c := range p.Consumes {
+			sp.Consumes = sp.Consumes || c.Group != ""
+		}
+		c.Processes = append(c.Processes, sp)
 	}
 	for _, f := range fps {
 		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component})

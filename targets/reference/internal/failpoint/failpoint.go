@@ -6,7 +6,8 @@
 // so on. The harness arms points through SAGACHAOS_FAILPOINTS
 // ("name=crash@3;other=sleep(2s);x=error") and learns which points were
 // reached through SAGACHAOS_FAILPOINT_LOG (one JSON line per point the first
-// time it is reached, one per firing).
+// time it is reached, one per firing). A point may be listed more than once
+// ("p=crash@3;p=crash@6"): each entry fires on its own hit.
 //
 // When nothing is armed and no log is configured, Inject costs one atomic
 // load, so the points can stay in production code paths.
@@ -66,7 +67,10 @@ type action struct {
 type point struct {
 	hits    atomic.Int64
 	reached atomic.Bool
-	act     *action
+	// acts are the armed actions, in the order SAGACHAOS_FAILPOINTS lists
+	// them: a point may be armed more than once (two faults on one point,
+	// each on its own hit); on a hit the first action for it fires.
+	acts []*action
 }
 
 var (
@@ -109,7 +113,7 @@ func Setup(spec, logPath, inst string) error {
 		if err != nil {
 			return fmt.Errorf("failpoint %s: %w", name, err)
 		}
-		p.act = a
+		p.acts = append(p.acts, a)
 		active.Store(true)
 	}
 	if logPath != "" {
@@ -163,8 +167,14 @@ func Inject(name string) error {
 	if p.reached.CompareAndSwap(false, true) {
 		writeLog(name, hit, "")
 	}
-	a := p.act
-	if a == nil || hit != a.nth {
+	var a *action
+	for _, x := range p.acts {
+		if x.nth == hit {
+			a = x
+			break
+		}
+	}
+	if a == nil {
 		return nil
 	}
 	writeLog(name, hit, a.kind)
@@ -217,7 +227,7 @@ func Reset() {
 	for _, p := range points {
 		p.hits.Store(0)
 		p.reached.Store(false)
-		p.act = nil
+		p.acts = nil
 	}
 	logMu.Lock()
 	if logFile != nil {

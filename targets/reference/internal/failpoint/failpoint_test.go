@@ -86,6 +86,24 @@ func TestFiresOnNthHitAndLogs(t *testing.T) {
 	}
 }
 
+// TestOnePointArmedTwice: two faults on one point stay two, each firing on
+// its own hit.
+func TestOnePointArmedTwice(t *testing.T) {
+	defer Reset()
+	if err := Setup("payment.after-charge=error@2;payment.after-charge=error@4", "", "payment"); err != nil {
+		t.Fatal(err)
+	}
+	var errs []int
+	for i := 1; i <= 5; i++ {
+		if Inject("payment.after-charge") != nil {
+			errs = append(errs, i)
+		}
+	}
+	if len(errs) != 2 || errs[0] != 2 || errs[1] != 4 {
+		t.Fatalf("error on hits %v, want [2 4]", errs)
+	}
+}
+
 // Off means off: nothing armed, no log, no counting.
 func TestOffCostsNothing(t *testing.T) {
 	Reset()
