@@ -3,6 +3,8 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -93,4 +95,95 @@ func failingRun() (*models.History, models.Verdict) {
 			{Checker: "no-lost-event", Status: models.Unknown, Unknown: "no outbox snapshot in the history"},
 		}}
 	return b.h, v
+}
+
+// at sets the clock to t (ns since the run's start) for the next op.
+func (b *histBuilder) at(t int64) *histBuilder { b.now = t - b.step; return b }
+
+func (b *histBuilder) comp(inst, f string, v any) int64 {
+	return b.add(models.ProcComponentPrefix+inst, models.Info, f, "", v)
+}
+
+// logStamp is the wall time of t in the fixtures' run (for log lines).
+func logStamp(t int64) string {
+	return time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC).Add(time.Duration(t)).Format(time.RFC3339Nano)
+}
+
+// relayCrashRun follows the component-op contract (models/target.go): two
+// relays, relay-2 crashes at failpoint relay.after-mark right after taking
+// o-96's ReserveStock row and is restarted; relay-1 is killed and
+// restarted by the nemesis while relay-2→kafka is down (three fault labels
+// that start within a few ms of each other); the row is marked published
+// but never reached the log. It returns the history, the verdict and the
+// process logs as the supervisor writes them.
+func relayCrashRun() (*models.History, models.Verdict, map[string]string) {
+	b := newHist()
+	ms := int64(time.Millisecond)
+	b.add(models.ProcHarness, models.Info, models.FRunStart, "", models.RunInfo{Target: "reference", Mutant: "mark-before-ack", Scenario: "relay-publish-crash", Seed: 1})
+	b.add(models.ProcHarness, models.Info, models.FTarget, "", models.TargetDecl{Name: "reference", Relays: []string{"relay-1", "relay-2"}, Instances: []string{"orders", "relay-1", "relay-2"}})
+	logs := map[string]*strings.Builder{}
+	logf := func(inst string, t int64, format string, args ...any) {
+		if logs[inst] == nil {
+			logs[inst] = &strings.Builder{}
+		}
+		fmt.Fprintf(logs[inst], format+"\n", args...)
+	}
+	start := func(inst string, t int64, inc int, cause string) {
+		b.at(t).comp(inst, models.FComponentStart, models.ComponentEvent{Instance: inst, Incarnation: inc, Pid: 4000 + inc, Cause: cause})
+		logf(inst, t, "=== sagachaos: start #%d at %s: /bin/reftarget %s ===", inc, logStamp(t), inst)
+		logf(inst, t+2*ms, `{"time":%q,"level":"INFO","msg":"started","instance":%q}`, logStamp(t+2*ms), inst)
+		b.at(t+20*ms).comp(inst, models.FComponentHealthy, models.ComponentEvent{Instance: inst, Incarnation: inc, WaitedMS: 20})
+		logf(inst, t+20*ms, `{"time":%q,"level":"INFO","msg":"healthy","instance":%q}`, logStamp(t+20*ms), inst)
+	}
+	start("orders", 100*ms, 1, "initial")
+	start("relay-1", 101*ms, 1, "initial")
+	start("relay-2", 102*ms, 1, "initial")
+	b.at(130*ms).comp("relay-2", models.FFailpoint, models.FailpointEvent{Instance: "relay-2", Failpoint: "relay.after-select", Hit: 1})
+	b.at(200 * ms)
+	b.saga("client-1", "o-1", 1000, 0, "")
+	b.at(400 * ms)
+	b.add("client-3", models.Invoke, models.FPlaceOrder, "", models.PlaceOrder{Key: "k-o-96", Customer: "c1", Items: []models.Item{{SKU: "sku-1", Qty: 1}}, Card: "4242", Total: 700})
+	accepted := b.add("client-3", models.Ok, models.FPlaceOrder, "o-96", models.PlaceOrderReply{Key: "k-o-96", Status: 202, Order: "o-96"})
+	// Three fault windows within 4 ms: their labels would collide.
+	b.at(440*ms).fault("link-down", "f3", models.PhaseStart, "relay-2→kafka")
+	b.at(441*ms).fault("kill", "f4", models.PhaseStart, "relay-1")
+	b.at(441*ms).comp("relay-1", models.FComponentExit, models.ComponentEvent{Instance: "relay-1", Incarnation: 1, Status: "signal: killed", Expected: true, Cause: "fault:f4"})
+	logf("relay-1", 441*ms, `{"time":%q,"level":"INFO","msg":"relay poll","instance":"relay-1"}`, logStamp(430*ms))
+	b.at(444*ms).fault("latency", "f5", models.PhaseStart, "orders→postgres")
+	logf("relay-2", 449*ms, `{"time":%q,"level":"INFO","msg":"publish batch","instance":"relay-2","rows":1}`, logStamp(449*ms))
+	fired := b.at(450*ms).comp("relay-2", models.FFailpoint, models.FailpointEvent{Instance: "relay-2", Failpoint: "relay.after-mark", Hit: 3, Action: "crash", Fired: true})
+	logf("relay-2", 450*ms, "failpoint relay.after-mark: crash at hit 3")
+	exit := b.at(454*ms).comp("relay-2", models.FComponentExit, models.ComponentEvent{Instance: "relay-2", Incarnation: 1, Status: "signal: killed"})
+	b.at(455*ms).add(models.ProcNemesis, models.Info, "crash", "", models.FaultRecord{ID: "crash1", Kind: "crash", Phase: models.PhaseInstant, Target: "relay-2",
+		Detail: map[string]string{"exit": "signal: killed", "armed_failpoints": "relay.after-mark"}})
+	b.at(470*ms).fault("link-down", "f3", models.PhaseEnd, "relay-2→kafka")
+	b.at(480*ms).fault("latency", "f5", models.PhaseEnd, "orders→postgres")
+	start("relay-1", 600*ms, 2, "fault:f4")
+	b.at(640*ms).fault("kill", "f4", models.PhaseEnd, "relay-1")
+	start("relay-2", 650*ms, 2, "crash-restart")
+	b.at(675*ms).add(models.ProcNemesis, models.Info, "restart", "", models.FaultRecord{ID: "crash1", Kind: "restart", Phase: models.PhaseInstant, Target: "relay-2"})
+	b.at(700*ms).fault("pause", "f6", models.PhaseStart, "relay-1")
+	b.at(900*ms).fault("pause", "f6", models.PhaseEnd, "relay-1")
+	b.at(1000 * ms)
+	pl, _ := json.Marshal(map[string]string{"order": "o-96"})
+	b.add(models.ProcObserver, models.Event, "OrderCreated", "o-96", models.EventRecord{Topic: "orders", Partition: 2, Offset: 7, Key: "o-96", EventID: "ev-96-1", Seq: 1, Source: "orders", Payload: pl})
+	b.add(models.ProcObserver, models.State, models.FOrderState, "o-96", models.OrderState{Status: "PENDING", Total: 700})
+	row := b.add(models.ProcObserver, models.State, models.FOutboxRow, "o-96", models.OutboxRow{DB: "orders", ID: 96, EventID: "ev-96-2", Seq: 2, Type: "ReserveStock", Topic: "orders", Published: true})
+	b.add(models.ProcObserver, models.State, models.FOutboxSnapshot, "", models.OutboxSnapshot{DB: "orders", Rows: 2, Complete: true})
+	snap := b.add(models.ProcObserver, models.State, models.FKafkaSnapshot, "", models.KafkaSnapshot{Topics: []string{"orders"}, Records: 9, Complete: true})
+	b.add(models.ProcHarness, models.Info, models.FRunEnd, "", map[string]int{"elapsed_ms": 1100})
+	_ = accepted
+	_ = fired
+	_ = exit
+	v := models.Verdict{Version: models.VerdictVersion, Status: models.Invalid, Ops: len(b.h.Ops),
+		Run: models.RunInfo{ID: "fixture-relay-crash", Target: "reference", Mutant: "mark-before-ack", Scenario: "relay-publish-crash", Seed: 1,
+			Repro: "sagachaos run --target reference --mutant mark-before-ack --scenario relay-publish-crash --seed 1"},
+		Results: []models.CheckResult{{Checker: "no-lost-event", Status: models.Invalid, Violations: []models.Violation{{
+			Checker: "no-lost-event", Kind: "lost-event", Order: "o-96",
+			Message: "outbox row orders#96 ReserveStock (event ev-96-2) marked published but not in the complete Kafka log", Ops: []int64{row, snap}}}}}}
+	out := map[string]string{}
+	for k, sb := range logs {
+		out[k+".log"] = sb.String()
+	}
+	return b.h, v, out
 }
