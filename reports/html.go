@@ -34,6 +34,7 @@ var tmplFuncs = template.FuncMap{
 	"ms":    func(t int64) string { return strconv.FormatFloat(float64(t)/1e6, 'f', 1, 64) },
 	"lower": strings.ToLower,
 	"upper": func(s models.Status) string { return strings.ToUpper(string(s)) },
+	"odd":   func(k int) bool { return k%2 == 1 },
 }
 
 // HTMLOptions configures WriteHTML. The zero value renders a report with no
@@ -108,6 +109,7 @@ type reportModel struct {
 	Logs         []logLink
 	LogsErr      string
 	Overall      overallTimeline
+	Components   compSection
 	Capped       int
 	CSS          template.CSS
 	JS           template.JS
@@ -135,6 +137,16 @@ type violationView struct {
 	OpsAttr  string // comma-separated indices, for the timeline
 	Missing  []int64
 	AutoOpen bool
+	// Story is the generated narrative (narrative.go), one clause per fact.
+	Story []clauseView
+}
+
+// clauseView is one clause of a narrative as the page links it.
+type clauseView struct {
+	Text string
+	Ops  string // comma-separated op indices
+	Refs []int64
+	Href template.URL
 }
 
 type opView struct {
@@ -194,6 +206,15 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 		return h.Ops[i], true
 	}
 
+	faults := faultWindows(h)
+	comp := buildComponents(h, opts.RunDir)
+	var started time.Time
+	if ts, err := time.Parse(time.RFC3339Nano, h.Header.Started); err == nil {
+		started = ts
+	}
+	comp.attachLogs(opts.RunDir, started)
+	story := newNarrator(h, comp, faults, v)
+
 	// Checkers and violations, grouped by signature (checker + kind).
 	groupIdx := map[string]int{}
 	orderSigs := map[string]map[string]bool{}
@@ -235,6 +256,7 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 				vv.Ops = append(vv.Ops, viewOp(op))
 			}
 			vv.OpsAttr = strings.Join(idx, ",")
+			vv.Story = storyView(story.narrate(vi), vv, vi, comp, h)
 			m.Groups[gi].Items = append(m.Groups[gi].Items, vv)
 			if vi.Order != "" {
 				o := Redact(vi.Order)
@@ -282,14 +304,51 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 		}
 	}
 
-	data, capped, err := buildData(h, v, opts)
+	data, capped, err := buildData(h, v, opts, faults, comp)
 	if err != nil {
 		return nil, err
 	}
 	m.Data = data
 	m.Capped = capped
-	m.Overall = buildOverall(h)
+	m.Overall = buildOverall(h, faults, comp)
+	m.Components = buildCompSection(comp)
 	return m, nil
+}
+
+// storyView links each clause: to its row in the violation's evidence
+// table when the op is cited there, to the component event list for
+// component events, to the order otherwise. The script also highlights
+// the op in the timeline on click.
+func storyView(cs []clause, vv violationView, vi models.Violation, comp *components, h *models.History) []clauseView {
+	shown := map[int64]bool{}
+	for _, o := range vv.Ops {
+		shown[o.I] = true
+	}
+	out := make([]clauseView, 0, len(cs))
+	for _, c := range cs {
+		if len(c.Ops) == 0 {
+			continue
+		}
+		cv := clauseView{Text: Redact(c.Text), Refs: c.Ops}
+		ids := make([]string, len(c.Ops))
+		for k, i := range c.Ops {
+			ids[k] = strconv.FormatInt(i, 10)
+		}
+		cv.Ops = strings.Join(ids, ",")
+		i := c.Ops[0]
+		switch _, isMark := comp.markAt(i); {
+		case shown[i]:
+			cv.Href = template.URL(fmt.Sprintf("#v%d-op-%d", vv.N, i))
+		case isMark:
+			cv.Href = template.URL(fmt.Sprintf("#op-%d", i))
+		case i >= 0 && i < int64(len(h.Ops)) && h.Ops[i].Proc == models.ProcNemesis:
+			cv.Href = "#overall"
+		case vi.Order != "":
+			cv.Href = template.URL("#order-" + url.PathEscape(Redact(vi.Order)))
+		}
+		out = append(out, cv)
+	}
+	return out
 }
 
 func redactRun(r models.RunInfo) models.RunInfo {
@@ -396,6 +455,7 @@ type reportData struct {
 	Viol    map[string][][]int64 `json:"viol"` // order → the op sets of its violations
 	ViolSig map[string][]string  `json:"violsig"`
 	TMax    int64                `json:"tmax"`
+	Comp    compData             `json:"comp"`
 }
 
 type orderData struct {
@@ -433,7 +493,7 @@ func addOrderOp(d *reportData, orderPos map[string]int, op models.Op, opts HTMLO
 	od.Ops = append(od.Ops, enc(op))
 }
 
-func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.JS, int, error) {
+func buildData(h *models.History, v models.Verdict, opts HTMLOptions, faults []faultWindow, comp *components) (template.JS, int, error) {
 	// Empty, never null: the script iterates every list.
 	d := reportData{Viol: map[string][][]int64{}, ViolSig: map[string][]string{},
 		Procs: []string{}, Types: []string{}, Fs: []string{}, Orders: []orderData{}}
@@ -526,10 +586,11 @@ func buildData(h *models.History, v models.Verdict, opts HTMLOptions) (template.
 	if d.Loose == nil {
 		d.Loose = [][]any{}
 	}
-	d.Faults = faultWindows(h)
+	d.Faults = faults
 	if d.Faults == nil {
 		d.Faults = []faultWindow{}
 	}
+	d.Comp = compJSON(comp)
 	// json.Marshal escapes <, > and & as \u003c…, and U+2028/2029, so the
 	// result cannot end the <script> element it is embedded in.
 	b, err := json.Marshal(d)

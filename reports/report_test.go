@@ -64,7 +64,7 @@ func TestWriteHTMLContent(t *testing.T) {
 		t.Error("embedded JSON contains < or >, which could close its script element")
 	}
 	// Evidence ops are rendered inline: the two refunds.
-	if got := strings.Count(page, `<tr class="t-effect">`); got != 2 {
+	if got := strings.Count(page, `<tr class="t-effect" id="v1-op-`); got != 2 {
 		t.Errorf("evidence table has %d effect rows, want the 2 refunds", got)
 	}
 }
@@ -327,7 +327,7 @@ func TestWriteIndexGroupsBySignature(t *testing.T) {
 
 func TestOrderDataIncludesItsInvoke(t *testing.T) {
 	h, v := failingRun()
-	js, _, err := buildData(h, v, HTMLOptions{})
+	js, _, err := buildData(h, v, HTMLOptions{}, faultWindows(h), buildComponents(h, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

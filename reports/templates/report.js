@@ -64,19 +64,105 @@
     srcCache.set(oI(o), src);
     return src;
   }
+  var COMP = D.comp || { lanes: [], marks: [], spans: [] };
+  var compLane = new Map();
+  COMP.lanes.forEach(function (n, k) { compLane.set(n, k); });
+  // comp marks: [t µs, lane#, kind, label, op, title, has-log]
   function laneOf(o) {
     var t = oY(o), p = oP(o);
     if (t === "event") { var src = eventSource(o); return src ? "broker ← " + src : "broker (events)"; }
     if (t === "state") return "observer (final state)";
+    if (p.indexOf("component/") === 0) return p.slice(10);
     return p;
   }
   function laneRank(name) {
     if (name.indexOf("client-") === 0) return 0;
-    if (name.indexOf("broker") === 0) return 2;
-    if (name.indexOf("world/") === 0) return 3;
-    if (name.indexOf("observer") === 0) return 4;
-    if (name.indexOf("nemesis") === 0) return 5;
-    return 1; // components and anything else
+    if (compLane.has(name)) return 1;
+    if (name.indexOf("broker") === 0) return 3;
+    if (name.indexOf("world/") === 0) return 4;
+    if (name.indexOf("observer") === 0) return 5;
+    if (name.indexOf("nemesis") === 0) return 6;
+    return 2; // anything else
+  }
+  function laneCmp(a, b) {
+    var ra = laneRank(a), rb = laneRank(b);
+    if (ra !== rb) return ra - rb;
+    if (ra === 1) return compLane.get(a) - compLane.get(b);
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+  // The fault kinds that act on one component: the component's own lane
+  // tells them (marks and spans), so they get no nemesis lane.
+  var COMPFAULT = { kill: 1, pause: 1, crash: 1, restart: 1, rewind: 1 };
+
+  // ---- text measurement and label layout
+  var meas = null, measCache = new Map();
+  function textW(cls, s) {
+    var key = cls + "\u0000" + s;
+    if (measCache.has(key)) return measCache.get(key);
+    if (!meas) {
+      meas = sv("svg", { "class": "swim measure", width: "10", height: "10", "aria-hidden": "true" });
+      meas.appendChild(sv("text", {}));
+      document.body.appendChild(meas);
+    }
+    var t = meas.firstChild;
+    t.setAttribute("class", cls);
+    t.textContent = s;
+    var w = 0;
+    try { w = t.getComputedTextLength(); } catch (e) { w = 0; }
+    if (!(w > 0)) w = s.length * 6.4; // not rendered: a generous estimate
+    measCache.set(key, w);
+    return w;
+  }
+  function elideTo(cls, s, w) {
+    if (textW(cls, s) <= w) return s;
+    for (var n = s.length - 1; n >= 3; n--) { var t = s.slice(0, n) + "…"; if (textW(cls, t) <= w) return t; }
+    return "";
+  }
+  // layoutRows: items {x, text, cls, limit} → item.row (-1: left out) and
+  // item.x0 / item.shown; first row where the label clears the previous one.
+  function layoutRows(items, rows, left, right, gap) {
+    var end = [];
+    for (var r = 0; r < rows; r++) end.push(left - gap - 1);
+    items.slice().sort(function (a, b) { return a.x - b.x; }).forEach(function (it) {
+      it.row = -1;
+      var text = it.text, x0 = Math.max(left, it.x), lim = it.limit ? Math.min(right, it.limit) : right;
+      var w = textW(it.cls, text);
+      if (x0 + w > right && !it.limit) x0 = Math.max(left, right - w);
+      if (x0 + w > lim) { text = elideTo(it.cls, text, lim - x0); if (!text) return; w = textW(it.cls, text); }
+      for (var r = 0; r < rows; r++) {
+        if (end[r] + gap <= x0) { end[r] = x0 + w; it.row = r; it.x0 = x0; it.shown = text; return; }
+      }
+    });
+  }
+  // noOverlap: the last word on labels. Measures every drawn label of svg in
+  // the page and hides one that intersects a label drawn before it (its text
+  // stays in its tooltip). Returns how many it hid.
+  function noOverlap(svg) {
+    var kept = [], hid = 0;
+    Array.prototype.forEach.call(svg.querySelectorAll("text"), function (t) {
+      if (t.getAttribute("display") === "none") return;
+      var r = t.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) return;
+      for (var k = 0; k < kept.length; k++) {
+        var q = kept[k];
+        if (r.left < q.right - 0.5 && q.left < r.right - 0.5 && r.top < q.bottom - 0.5 && q.top < r.bottom - 0.5) {
+          t.setAttribute("display", "none"); hid++; return;
+        }
+      }
+      kept.push(r);
+    });
+    svg.setAttribute("data-labels-hidden", String(hid));
+    return hid;
+  }
+  function markPath(kind, x, y, s) {
+    function p(dx, dy) { return (x + dx * s).toFixed(1) + "," + (y + dy * s).toFixed(1); }
+    switch (kind) {
+      case "start": return "M" + p(-3, -4) + "L" + p(4, 0) + "L" + p(-3, 4) + "Z";
+      case "healthy": return "M" + p(0, -4) + "L" + p(0, 4);
+      case "crash": case "exit": return "M" + p(-3.5, -3.5) + "L" + p(3.5, 3.5) + "M" + p(-3.5, 3.5) + "L" + p(3.5, -3.5);
+      case "fired": return "M" + p(0, -4.5) + "L" + p(4.5, 0) + "L" + p(0, 4.5) + "L" + p(-4.5, 0) + "Z";
+    }
+    return "M" + p(-2, 0) + "a" + 2 * s + "," + 2 * s + " 0 1,0 " + 4 * s + ",0a" + 2 * s + "," + 2 * s + " 0 1,0 " + (-4 * s) + ",0";
   }
 
   // ---- per-order timeline
@@ -102,16 +188,25 @@
     var t0 = oT(ops[0]), t1 = oT(ops[ops.length - 1]);
     if (t1 === t0) t1 = t0 + 1;
     var faults = D.faults.filter(function (f) { return f.e / 1000 >= t0 && f.s / 1000 <= t1; });
+    // What the components did while this order's ops happened.
+    var cmarks = COMP.marks.filter(function (m) { return m[0] >= t0 && m[0] <= t1; });
+    var cspans = COMP.spans.filter(function (s) { return s[3] >= t0 && s[2] <= t1; });
     var laneNames = [], laneSet = new Set();
     function addLane(n) { if (!laneSet.has(n)) { laneSet.add(n); laneNames.push(n); } }
     ops.forEach(function (o) { addLane(laneOf(o)); });
-    faults.forEach(function (f) { if (f.target) addLane("nemesis → " + f.target); });
-    laneNames.sort(function (a, b) { return laneRank(a) - laneRank(b) || (a < b ? -1 : a > b ? 1 : 0); });
-    var laneY = new Map();
-    var L = 190, W = 1100, R = 16, TOP = 22, LH = 28;
-    laneNames.forEach(function (n, k) { laneY.set(n, TOP + k * LH + LH / 2); });
-    var H = TOP + laneNames.length * LH + 24;
+    cmarks.forEach(function (m) { addLane(COMP.lanes[m[1]]); });
+    cspans.forEach(function (s) { if (s[1] !== "up") addLane(COMP.lanes[s[0]]); });
+    faults.forEach(function (f) { if (f.target && !(COMPFAULT[f.kind] && compLane.has(f.target))) addLane("nemesis → " + f.target); });
+    laneNames.sort(laneCmp);
+    // ROWH clears a label's box (about 1.17 em of 9.5–10 px text).
+    var L = 190, W = 1100, R = 16, LH = 28, ROWH = 13, MAXROWS = 3;
+    // x axis. In op-sequence mode the component events that matter take
+    // slots of their own between the order's ops.
     var times = ops.map(oT);
+    if (mode === "seq") {
+      cmarks.forEach(function (m) { if (m[2] !== "reached" && m[2] !== "healthy") times.push(m[0]); });
+      times.sort(function (a, b) { return a - b; });
+    }
     function x(tus) {
       if (mode === "seq") {
         // rank of t among the ops (fractional between neighbours)
@@ -125,16 +220,53 @@
       var c = Math.max(t0, Math.min(t1, tus));
       return L + (c - t0) / (t1 - t0) * (W - L - R);
     }
+
+    // Labels: fault windows in rows on top; op and component labels in rows
+    // above their lane's marks. Lanes grow to hold their rows.
+    var flabels = faults.map(function (f) {
+      var label = f.kind + (f.target ? " " + f.target : "") + (f.open ? " (never healed)" : "");
+      // A crash or restart on a component's own lane needs no second label.
+      var onLane = f.instant && COMPFAULT[f.kind] && compLane.has(f.target) && laneSet.has(f.target);
+      return { f: f, x: x(f.s / 1000) + 2, text: onLane ? "" : clip(label, 40), full: label, cls: "flabel" };
+    }).filter(function (it) { return it.text; });
+    layoutRows(flabels, MAXROWS, L, W - 4, 6);
+    var frows = 0;
+    flabels.forEach(function (it) { frows = Math.max(frows, it.row + 1); });
+    var TOP = 8 + frows * ROWH + 6;
+
+    var label = ops.length <= 60;
+    var perLane = new Map();
+    laneNames.forEach(function (n) { perLane.set(n, []); });
+    ops.forEach(function (o) {
+      if (!label) return;
+      perLane.get(laneOf(o)).push({ x: x(oT(o)) + 7, text: clip(oF(o), 18), cls: "mlabel", op: o });
+    });
+    cmarks.forEach(function (m) {
+      var lane = COMP.lanes[m[1]];
+      if (m[3] && perLane.has(lane) && m[2] !== "reached" && m[2] !== "healthy") perLane.get(lane).push({ x: x(m[0]) + 7, text: clip(m[3], 36), cls: "mlabel clabel", mark: m });
+    });
+    var laneTop = new Map(), laneY = new Map(), laneH = new Map(), y = TOP;
+    laneNames.forEach(function (n) {
+      var items = perLane.get(n);
+      layoutRows(items, MAXROWS, L, W - 4, 5);
+      var rows = 0;
+      items.forEach(function (it) { rows = Math.max(rows, it.row + 1); });
+      var h = Math.max(LH, rows * ROWH + 22);
+      laneTop.set(n, y); laneH.set(n, h); laneY.set(n, y + h - 12);
+      y += h;
+    });
+    var H = y + 24;
+
     var svg = sv("svg", { "class": "swim", viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "timeline of order " + (orderId || "") });
     laneNames.forEach(function (n, k) {
-      var y = TOP + k * LH;
-      svg.appendChild(sv("rect", { "class": k % 2 ? "lane2" : "lane", x: 0, y: y, width: W, height: LH }));
-      svg.appendChild(sv("text", { "class": "lname", x: 6, y: y + LH / 2 + 4 }, clip(n, 26)));
+      svg.appendChild(sv("rect", { "class": k % 2 ? "lane2" : "lane", x: 0, y: laneTop.get(n), width: W, height: laneH.get(n) }));
+      var nm = sv("text", { "class": "lname", x: 6, y: laneY.get(n) + 4 }, elideTo("lname", n, L - 14) || clip(n, 4));
+      if (nm.textContent !== n) nm.appendChild(sv("title", {}, n));
+      svg.appendChild(nm);
     });
     faults.forEach(function (f) {
       var xs = x(f.s / 1000), xe = x(f.e / 1000);
-      var label = f.kind + (f.target ? " " + f.target : "") + (f.open ? " (never healed)" : "");
-      var title = label + "  " + ms(f.s / 1000) + "–" + ms(f.e / 1000) + " ms" + (f.err ? "  error: " + f.err : "");
+      var title = f.kind + (f.target ? " " + f.target : "") + (f.open ? " (never healed)" : "") + "  " + ms(f.s / 1000) + "–" + ms(f.e / 1000) + " ms" + (f.err ? "  error: " + f.err : "");
       if (f.instant) {
         var ln = sv("line", { "class": "fault-instant", x1: xs, x2: xs, y1: TOP - 6, y2: H - 24 });
         ln.appendChild(sv("title", {}, title)); svg.appendChild(ln);
@@ -142,11 +274,30 @@
         var rc = sv("rect", { "class": "fault", x: xs, y: TOP - 6, width: Math.max(2, xe - xs), height: H - 24 - TOP + 6 });
         rc.appendChild(sv("title", {}, title)); svg.appendChild(rc);
       }
-      svg.appendChild(sv("text", { "class": "flabel", x: xs + 2, y: 12 }, clip(label, 30)));
       if (f.target && laneY.has("nemesis → " + f.target)) {
         var yy = laneY.get("nemesis → " + f.target);
         var bar = sv("rect", { x: xs, y: yy - 6, width: Math.max(3, xe - xs), height: 12, fill: "#cf222e", opacity: 0.7 });
         bar.appendChild(sv("title", {}, title)); svg.appendChild(bar);
+      }
+    });
+    var hiddenF = [];
+    flabels.forEach(function (it) {
+      if (it.row < 0) { hiddenF.push(it.full + " at " + ms(it.f.s / 1000) + " ms"); return; }
+      var t = sv("text", { "class": "flabel", x: it.x0, y: 8 + it.row * ROWH + 10 }, it.shown);
+      if (it.shown !== it.full) t.appendChild(sv("title", {}, it.full));
+      svg.appendChild(t);
+    });
+    // component spans: up (healthy), boot (starting), down (exited), paused
+    cspans.forEach(function (s) {
+      var lane = COMP.lanes[s[0]];
+      if (!laneY.has(lane)) return;
+      var yy = laneY.get(lane), xs = x(s[2]), xe = Math.max(x(s[3]), xs + 1);
+      if (s[1] === "paused") {
+        var pr = sv("rect", { "class": "cs cs-paused", x: xs, y: yy - 6, width: Math.max(2, xe - xs), height: 12, "data-i": s[4] });
+        pr.appendChild(sv("title", {}, lane + " paused " + ms(s[2]) + "–" + ms(s[3]) + " ms (op #" + s[4] + ")"));
+        svg.appendChild(pr);
+      } else {
+        svg.appendChild(sv("line", { "class": "cs cs-" + s[1], x1: xs, x2: xe, y1: yy, y2: yy }));
       }
     });
     // client request spans: invoke → its completion on the same proc
@@ -156,12 +307,20 @@
       if (p.indexOf("client-") !== 0) return;
       if (t === "invoke") pending[p] = o;
       else if ((t === "ok" || t === "fail" || t === "info") && pending[p]) {
-        var y = laneY.get(laneOf(o));
-        svg.appendChild(sv("line", { "class": "span", x1: x(oT(pending[p])), x2: x(oT(o)), y1: y, y2: y }));
+        var yy = laneY.get(laneOf(o));
+        svg.appendChild(sv("line", { "class": "span", x1: x(oT(pending[p])), x2: x(oT(o)), y1: yy, y2: yy }));
         delete pending[p];
       }
     });
-    var label = ops.length <= 60;
+    cmarks.forEach(function (m) {
+      var lane = COMP.lanes[m[1]];
+      if (!laneY.has(lane)) return;
+      var cx = x(m[0]), cy = laneY.get(lane);
+      var g = sv("path", { "class": "cm cm-" + m[2], d: markPath(m[2], cx, cy, 1.4), "data-i": m[4], "data-comp": "1" });
+      g.appendChild(sv("title", {}, m[5] + (m[6] ? "\nclick: the log lines around it" : "")));
+      svg.appendChild(g);
+      if (hl.has(m[4])) svg.appendChild(sv("circle", { "class": "hlm", cx: cx, cy: cy, r: 9 }));
+    });
     ops.forEach(function (o) {
       var cx = x(oT(o)), cy = laneY.get(laneOf(o)), t = oY(o), g;
       if (t === "effect") g = sv("rect", { "class": "m m-effect", x: cx - 5, y: cy - 5, width: 10, height: 10 });
@@ -171,16 +330,21 @@
       g.setAttribute("data-i", oI(o));
       svg.appendChild(g);
       if (hl.has(oI(o))) svg.appendChild(sv("circle", { "class": "hlm", cx: cx, cy: cy, r: 9 }));
-      if (label) {
-        var lt = sv("text", { "class": "mlabel", x: cx > W - 120 ? cx - 7 : cx + 7, y: cy - 6 }, clip(oF(o), 18));
-        if (cx > W - 120) lt.setAttribute("text-anchor", "end");
+    });
+    laneNames.forEach(function (n) {
+      perLane.get(n).forEach(function (it) {
+        if (it.row < 0) return; // left out for room: the mark's tooltip has it
+        var lt = sv("text", { "class": it.cls, x: it.x0, y: laneY.get(n) - 8 - it.row * ROWH }, it.shown);
+        if (it.mark) lt.setAttribute("data-i", it.mark[4]);
         svg.appendChild(lt);
-      }
+      });
     });
     for (var k = 0; k <= 4; k++) {
       var tt = t0 + (t1 - t0) * k / 4, xx = L + (W - L - R) * k / 4;
       if (mode === "seq") tt = times[Math.round((times.length - 1) * k / 4)];
-      svg.appendChild(sv("text", { "class": "tick", x: xx - (k === 4 ? 50 : 0), y: H - 8 }, ms(tt) + " ms"));
+      var tick = ms(tt) + " ms";
+      if (k === 4) xx = W - R - textW("tick", tick);
+      svg.appendChild(sv("text", { "class": "tick", x: xx, y: H - 8 }, tick));
     }
     var bar = el("div", { "class": "tlbar" }, [
       (mode === "seq" ? "x axis: op sequence (equal spacing" + (auto ? "; chosen because one quiet gap covers most of the time span" : "") + ") " : "x axis: time "),
@@ -188,16 +352,34 @@
     var sw = el("button", { type: "button" }, [mode === "seq" ? "show time axis" : "show op sequence"]);
     sw.addEventListener("click", function () { drawTimeline(box, orderId, hl, mode === "seq" ? "time" : "seq"); });
     bar.appendChild(sw);
-    bar.appendChild(el("span", {}, ["○ invoke ● ok/fail/info ■ world effect ◆ broker event · red ring: cited by the violation · shaded: fault window"]));
+    bar.appendChild(el("span", {}, ["○ invoke ● ok/fail/info ■ world effect ◆ broker event · components: ▶ start ┃ healthy ✕ crash (red) / stop ◆ failpoint fired · reached — up ┅ down ▮ paused · red ring: cited by the violation · shaded: fault window"]));
     if (od && od.capped) bar.appendChild(el("b", { "class": "warnt" }, [od.capped + " more ops of this order were left out (per-order cap)"]));
     box.appendChild(bar);
     box.appendChild(svg);
+    if (hiddenF.length) box.appendChild(el("p", { "class": "legend hidden-labels" }, ["fault labels left out for room (hover the windows): " + hiddenF.join(" · ")]));
+    noOverlap(svg);
     svg.addEventListener("click", function (ev) {
       var i = ev.target.getAttribute && ev.target.getAttribute("data-i");
       if (!i) return;
       var row = box.parentNode.querySelector('tr[data-i="' + i + '"]');
-      if (row) { row.scrollIntoView({ block: "center" }); row.classList.add("flash"); }
+      if (row) { row.scrollIntoView({ block: "center" }); row.classList.add("flash"); return; }
+      openOp(Number(i));
     });
+  }
+
+  // openOp shows a component event in the Components list (its log lines
+  // open) or, for an op of an order, that order's op table.
+  function openOp(i) {
+    var row = document.getElementById("op-" + i);
+    if (row) {
+      for (var p = row.parentNode; p; p = p.parentNode) if (p.tagName === "DETAILS") p.open = true;
+      var lx = row.querySelector("details.logx");
+      if (lx) lx.open = true;
+      row.scrollIntoView({ block: "center" });
+      row.classList.add("flash");
+      return true;
+    }
+    return false;
   }
 
   function parseOps(s) {
@@ -324,6 +506,7 @@
   // A link to report.html#order-<id> opens that order (shareable pointer to a failing order).
   function fromHash() {
     var h = location.hash;
+    if (h.indexOf("#op-") === 0) { openOp(Number(h.slice(4))); return; }
     if (h.indexOf("#order-") !== 0) return;
     var id;
     try { id = decodeURIComponent(h.slice(7)); } catch (e) { return; }
@@ -331,6 +514,34 @@
   }
   window.addEventListener("hashchange", fromHash);
   fromHash();
+  // ---- narrative clauses: ring the op in the violation's timeline, then go
+  // to its row (evidence table, component list or the order's op table).
+  Array.prototype.forEach.call(document.querySelectorAll("a.clause"), function (a) {
+    a.addEventListener("click", function (ev) {
+      var ops = parseOps(a.getAttribute("data-ops"));
+      var d = a.closest("details.violation");
+      if (d) Array.prototype.forEach.call(d.querySelectorAll(".tl [data-i]"), function (e) {
+        if (ops.has(Number(e.getAttribute("data-i")))) e.classList.add("flash"); else e.classList.remove("flash");
+      });
+      var href = a.getAttribute("href") || "";
+      if (href.indexOf("#op-") === 0) { ev.preventDefault(); openOp(Number(href.slice(4))); return; }
+      if (href.indexOf("#order-") === 0) {
+        ev.preventDefault();
+        var id;
+        try { id = decodeURIComponent(href.slice(7)); } catch (e) { return; }
+        openOrder(id);
+        var first = Array.from(ops)[0];
+        setTimeout(function () {
+          var row = document.querySelector('#order-list tr[data-i="' + first + '"]');
+          if (row) { row.scrollIntoView({ block: "center" }); row.classList.add("flash"); }
+        }, 0);
+      }
+    });
+  });
+  // The whole-run chart is drawn in Go with estimated label widths; measure.
+  var ovs = document.getElementById("overall-svg");
+  if (ovs) noOverlap(ovs);
+
   // Tests (and curious readers) can tell the script ran to the end.
   document.documentElement.setAttribute("data-report-ready", "1");
 })();
