@@ -165,14 +165,18 @@ func (n *narrator) narrate(vi models.Violation) []clause {
 
 	// The cited live ops, in time order; a repeat of the same effect says
 	// "again".
-	prevF := ""
-	var prevT int64
-	for k, op := range live {
+	nth := map[string]int{}
+	firstT := map[string]int64{}
+	for _, op := range live {
 		txt := n.describe(op, vi)
-		if k > 0 && op.Type == models.Effect && op.F == prevF {
-			txt = strings.Replace(txt, " "+verbOf(op)+" ", " "+verbOf(op)+" again ", 1) + ", " + fmtDelta(n.when(op)-prevT) + " later"
+		if op.Type == models.Effect {
+			nth[op.F]++
+			if k := nth[op.F]; k == 1 {
+				firstT[op.F] = n.when(op)
+			} else {
+				txt += fmt.Sprintf(" (the %s %s, %s after the first)", ordinal(k), op.F, fmtDelta(n.when(op)-firstT[op.F]))
+			}
 		}
-		prevF, prevT = op.F, n.when(op)
 		if anchor != nil && anchor.I == op.I && anchorName == "" {
 			anchorName = shortOf(op)
 		}
@@ -197,7 +201,7 @@ func (n *narrator) narrate(vi models.Violation) []clause {
 	sort.SliceStable(obs, func(a, b int) bool { return obsRank(obs[a]) < obsRank(obs[b]) })
 	var states []models.Op
 	for _, op := range obs {
-		if op.Type == models.State && op.F == models.FOrderState && op.Order != vi.Order {
+		if op.Type == models.State && op.F == models.FOrderState && (op.Order != vi.Order || vi.Kind == "key-reused") {
 			states = append(states, op)
 			continue
 		}
@@ -223,19 +227,18 @@ func obsRank(op models.Op) int {
 	return 3
 }
 
-// verbOf is the verb describe uses for an effect (for "again").
-func verbOf(op models.Op) string {
-	switch op.F {
-	case models.FCharge:
-		return "charged"
-	case models.FRefund:
-		return "refunded"
-	case models.FShipment:
-		return "booked"
-	case models.FEmail:
-		return "sent"
+func ordinal(k int) string {
+	switch {
+	case k%100 >= 11 && k%100 <= 13:
+		return strconv.Itoa(k) + "th"
+	case k%10 == 1:
+		return strconv.Itoa(k) + "st"
+	case k%10 == 2:
+		return strconv.Itoa(k) + "nd"
+	case k%10 == 3:
+		return strconv.Itoa(k) + "rd"
 	}
-	return "recorded"
+	return strconv.Itoa(k) + "th"
 }
 
 func shortOf(op models.Op) string {
