@@ -1,0 +1,26 @@
+package models
+
+// A sweep's summary: one JSON line per run in SummaryFile, in the sweep's
+// out directory (the run store). `run --keep failing` deletes the
+// directory of a valid run and keeps only its line here; a kept run has a
+// line too. `sagachaos report OUT_DIR` reads it, so the merged index
+// still counts, plots and lists every run of the sweep.
+//
+//	{"dir":"20261201T101510-calm-7","kept":false,"elapsed_ms":4210,"verdict":{...verdict.json...}}
+
+// SummaryFile is the summary's file name inside the out directory.
+const SummaryFile = "summary.jsonl"
+
+// RunRecord is one line of SummaryFile.
+type RunRecord struct {
+	// Dir is the run directory, relative to the summary file's directory
+	// (it may no longer exist when Kept is false).
+	Dir string `json:"dir"`
+	// Kept: the run directory was left on disk (a non-valid run, or every
+	// run with --keep all).
+	Kept bool `json:"kept"`
+	// ElapsedMS is the run's wall time, when known.
+	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
+	// Verdict is the run's verdict.json, whole (a valid run's is small).
+	Verdict Verdict `json:"verdict"`
+}
