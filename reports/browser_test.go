@@ -198,6 +198,13 @@ func TestBrowserNothingExecutes(t *testing.T) {
 	_, refunds := b.saga("client-2", order, 900, 2, evil)
 	fail := b.add("client-3", models.Info, models.FPlaceOrder, order, models.ClientFailure{Error: "log line: " + evil + " dsn=postgres://app:hunter2@db/x"})
 	b.add(models.ProcNemesis, models.Info, "kill", "", models.FaultRecord{ID: evil, Kind: "kill", Phase: models.PhaseInstant, Target: evil})
+	// A component whose name, failpoint and exit status are hostile: its
+	// lane, marks, labels, the narrative and the component list show them
+	// as text.
+	inst := `relay-"><svg onload="` + mark + `">`
+	b.add(models.ProcComponentPrefix+inst, models.Info, models.FComponentStart, "", models.ComponentEvent{Instance: inst, Incarnation: 1, Cause: evil})
+	b.add(models.ProcComponentPrefix+inst, models.Info, models.FFailpoint, "", models.FailpointEvent{Instance: inst, Failpoint: evil, Hit: 1, Action: "crash", Fired: true})
+	b.add(models.ProcComponentPrefix+inst, models.Info, models.FComponentExit, "", models.ComponentEvent{Instance: inst, Incarnation: 1, Status: evil})
 	v := models.Verdict{Status: models.Invalid, Ops: len(b.h.Ops),
 		Run: models.RunInfo{Target: "reference", Scenario: "xss", Seed: 1, Repro: "sagachaos run --scenario xss " + payloads[1]},
 		Results: []models.CheckResult{{Checker: "no-double-effect", Status: models.Invalid, Violations: []models.Violation{

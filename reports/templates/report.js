@@ -145,7 +145,7 @@
       if (r.width === 0 && r.height === 0) return;
       for (var k = 0; k < kept.length; k++) {
         var q = kept[k];
-        if (r.left < q.right - 0.5 && q.left < r.right - 0.5 && r.top < q.bottom - 0.5 && q.top < r.bottom - 0.5) {
+        if (r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom) {
           t.setAttribute("display", "none"); hid++; return;
         }
       }
