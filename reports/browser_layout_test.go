@@ -158,9 +158,15 @@ func TestBrowserRelayRunLanes(t *testing.T) {
 			dir := t.TempDir()
 			if tc.dir != "" {
 				copyDir(t, tc.dir, dir)
-				if err := RenderRun(dir, HTMLOptions{}); err != nil {
+				h, err := models.ReadHistoryFile(filepath.Join(dir, HistoryFile))
+				if err != nil {
 					t.Fatal(err)
 				}
+				v, err := ReadVerdict(filepath.Join(dir, VerdictFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeReport(t, dir, h, v)
 			} else {
 				h, v, logs := relayCrashRun()
 				for n, b := range logs {
@@ -168,14 +174,7 @@ func TestBrowserRelayRunLanes(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				f, err := os.Create(filepath.Join(dir, ReportFile))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := WriteHTML(f, h, v, HTMLOptions{RunDir: dir}); err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
+				writeReport(t, dir, h, v)
 			}
 			res := probePage(t, filepath.Join(dir, ReportFile), filepath.Join(artifactDir(t), "relay-"+tc.name+".png"))
 			checkNoOverlap(t, res)
@@ -214,6 +213,18 @@ func TestBrowserRelayRunLanes(t *testing.T) {
 				t.Errorf("narrative does not name %s and %s:\n%s", inst, fp, s)
 			}
 		})
+	}
+}
+
+func writeReport(t *testing.T, dir string, h *models.History, v models.Verdict) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := WriteHTML(f, h, v, HTMLOptions{RunDir: dir}); err != nil {
+		t.Fatal(err)
 	}
 }
 
