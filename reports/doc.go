@@ -10,7 +10,25 @@
 //	WriteTerminal→ stdout       (verdict, one line per checker, report path, repro)
 //
 // and many runs get WriteIndex → index.html, with violations grouped by
-// signature (checker + kind).
+// signature (checker + kind), a strip of verdicts per campaign (seed on
+// x, verdict as colour) and each signature's seeds; ReadSummaryFile reads
+// a sweep's summary.jsonl (models.RunRecord) so runs whose directory was
+// not kept still count.
+//
+// What report.html shows of a violation, and where it comes from:
+//
+//   - the target's own lanes (components.go): each instance's starts,
+//     health, exits, failpoints reached and fired, and its down and paused
+//     windows, from the component/<instance> ops, or, for histories that
+//     predate them, the nemesis's crash/restart ops and failpoints.jsonl;
+//     each mark links the log lines around it (logs.go: the supervisor's
+//     start marker per incarnation, the line naming the failpoint, the
+//     last line before an exit, or the line at the mark's time);
+//   - labels laid out in rows (layout.go and the script): shortened before
+//     the next mark or left out with their text in the tooltip, and a last
+//     pass in the page hides any label that would still intersect another;
+//   - one generated line of what happened (narrative.go): only facts that
+//     ops of the history hold, each clause citing them.
 //
 // Everything a report shows that came from the target — order ids, event
 // payloads, error text, log file names — passes through Redact (DSN
