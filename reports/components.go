@@ -363,7 +363,7 @@ func buildComponents(h *models.History, runDir string) *components {
 }
 
 // pairFired gives a fired failpoint's name to the exit it caused (the
-// nearest exit of the same instance within 100 ms), so the two draw as one
+// nearest exit of the same instance within 100 ms, before or after), so the two draw as one
 // label, "crash at relay.after-publish"; the fired mark keeps its tooltip.
 func (c *components) pairFired() {
 	const near = int64(100 * time.Millisecond)
@@ -373,8 +373,10 @@ func (c *components) pairFired() {
 			continue
 		}
 		best := -1
+		// The exit may come first: the harness reads the failpoint log of
+		// a crashed process when it sees the exit.
 		for j := k - 1; j >= 0 && m.T-c.Marks[j].T <= near; j-- {
-			if e := c.Marks[j]; e.Inst == m.Inst && (e.Kind == cmCrash || e.Kind == cmExit) && e.T == m.T {
+			if e := c.Marks[j]; e.Inst == m.Inst && (e.Kind == cmCrash || e.Kind == cmExit) {
 				best = j
 				break
 			}

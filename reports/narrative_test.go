@@ -190,6 +190,8 @@ func TestNarrativeNamesComponentAndFailpoint(t *testing.T) {
 		switch run.name {
 		case "fixture:relay-crash-component-ops":
 			want = []string{"relay-2 hit failpoint relay.after-mark (crash, hit 3) and exited by itself (signal: killed)", "relay-2 was restarted"}
+		case "relay-publish-crash-mark-before-ack-1-comp":
+			want = []string{"relay-2 hit failpoint relay.after-publish (crash, hit 7) and exited by itself (signal: killed)", "relay-2 was restarted"}
 		case "relay-publish-crash-mark-before-ack-1-nocomp":
 			want = []string{"relay-2 hit failpoint relay.after-publish (crash, hit 6) and exited by itself (signal: killed)", "relay-2 was restarted"}
 		default:

@@ -194,9 +194,14 @@
     var laneNames = [], laneSet = new Set();
     function addLane(n) { if (!laneSet.has(n)) { laneSet.add(n); laneNames.push(n); } }
     ops.forEach(function (o) { addLane(laneOf(o)); });
-    cmarks.forEach(function (m) { addLane(COMP.lanes[m[1]]); });
-    cspans.forEach(function (s) { if (s[1] !== "up") addLane(COMP.lanes[s[0]]); });
-    faults.forEach(function (f) { if (f.target && !(COMPFAULT[f.kind] && compLane.has(f.target))) addLane("nemesis → " + f.target); });
+    // A component gets a lane for what changed it here (a start, an exit,
+    // a fired failpoint, a down or paused window); first-time failpoint
+    // hits and health checks are drawn only on a lane it already has.
+    cmarks.forEach(function (m) { if (m[2] !== "reached" && m[2] !== "healthy") addLane(COMP.lanes[m[1]]); });
+    cspans.forEach(function (s) { if (s[1] === "down" || s[1] === "paused") addLane(COMP.lanes[s[0]]); });
+    // Failpoint records of the nemesis name a failpoint, not a process: the
+    // component's lane shows them.
+    faults.forEach(function (f) { if (f.target && f.kind !== "failpoint" && !(COMPFAULT[f.kind] && compLane.has(f.target))) addLane("nemesis → " + f.target); });
     laneNames.sort(laneCmp);
     // ROWH clears a label's box (about 1.17 em of 9.5–10 px text).
     var L = 190, W = 1100, R = 16, LH = 28, ROWH = 13, MAXROWS = 3;
