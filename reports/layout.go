@@ -42,6 +42,12 @@ type labelReq struct {
 	X     float64 // left edge wanted
 	Text  string
 	Limit float64 // right edge it must not pass (0: none)
+	// Short is a shorter text to use before eliding Text ("crash" for
+	// "crash at relay.after-publish").
+	Short string
+	// Mark is the x of the mark the label belongs to (0: none): a label
+	// that would run off the right edge goes to the mark's left instead.
+	Mark float64
 }
 
 type labelPos struct {
@@ -76,8 +82,16 @@ func layoutRows(reqs []labelReq, rows int, px, gap, left, right float64) []label
 			limit = min(limit, q.Limit)
 		}
 		w := textWidth(text, px)
-		if x0+w > right && q.Limit == 0 {
-			x0 = max(left, right-w) // slide left from the right edge
+		if x0+w > right {
+			if q.Mark > 0 {
+				x0 = max(left, q.Mark-(q.X-q.Mark)-w) // to the mark's left
+			} else if q.Limit == 0 {
+				x0 = max(left, right-w) // slide left from the right edge
+			}
+		}
+		if x0+w > limit && q.Short != "" && x0+textWidth(q.Short, px) <= limit {
+			text = q.Short
+			w = textWidth(text, px)
 		}
 		if x0+w > limit {
 			text = elide(text, limit-x0, px)

@@ -84,7 +84,7 @@ const (
 	ovLabelPx   = 9
 	ovFaultRows = 3
 	ovRowH      = 12 // clears a 9 px label's box (about 1.17 em)
-	ovLaneH     = 16
+	ovLaneH     = 24
 )
 
 // buildOverall computes throughput (place-order requests answered ok per
@@ -251,7 +251,7 @@ func overallLanes(comp *components, x func(int64) float64, top int, tmax int64) 
 	lanes := make([]ovLane, 0, len(names))
 	idx := map[string]int{}
 	for k, name := range names {
-		y := top + k*ovLaneH + ovLaneH/2
+		y := top + k*ovLaneH + 16 // the line; a row of labels above it
 		idx[name] = k
 		lanes = append(lanes, ovLane{Name: clipWidth(Redact(name), ovGutter-10, ovLabelPx), Y: y, NameY: y + 3, Top: top + k*ovLaneH})
 	}
@@ -291,14 +291,38 @@ func overallLanes(comp *components, x func(int64) float64, top int, tmax int64) 
 					break
 				}
 			}
-			reqs = append(reqs, labelReq{X: cx + 6, Text: Redact(m.Label), Limit: limit})
+			short := ""
+			if i := strings.Index(m.Label, " at "); i > 0 {
+				short = m.Label[:i] // "crash at relay.after-publish" → "crash"
+			}
+			reqs = append(reqs, labelReq{X: cx + 6, Text: Redact(m.Label), Short: Redact(short), Limit: limit, Mark: cx})
 			who = append(who, m)
 		}
+		// Row 0 is on the lane's line, each label ending before the next
+		// mark; what does not fit there goes to row 1, above the marks.
+		var again []labelReq
+		var againWho []compMark
 		for j, p := range layoutRows(reqs, 1, ovLabelPx, 4, ovGutter, ovWidth-ovRight) {
 			if p.Row < 0 {
+				q := reqs[j]
+				q.Limit = 0
+				again = append(again, q)
+				againWho = append(againWho, who[j])
 				continue
 			}
 			l.Labels = append(l.Labels, ovLabel{X: f1(p.X), Y: l.Y + 3, Text: p.Text, Title: Redact(markTitle(who[j]))})
+		}
+		// In row 1 a label ends before the next one that wants row 1
+		// (shortened to "crash" if "crash at …" does not fit).
+		for j := range again {
+			if j+1 < len(again) && again[j+1].X > again[j].X {
+				again[j].Limit = again[j+1].X - 4
+			}
+		}
+		for j, p := range layoutRows(again, 1, ovLabelPx, 4, ovGutter, ovWidth-ovRight) {
+			if p.Row >= 0 {
+				l.Labels = append(l.Labels, ovLabel{X: f1(p.X), Y: l.Top + 8, Text: p.Text, Title: Redact(markTitle(againWho[j]))})
+			}
 		}
 	}
 	return lanes

@@ -127,7 +127,9 @@
       it.row = -1;
       var text = it.text, x0 = Math.max(left, it.x), lim = it.limit ? Math.min(right, it.limit) : right;
       var w = textW(it.cls, text);
-      if (x0 + w > right && !it.limit) x0 = Math.max(left, right - w);
+      // Off the right edge: to the left of its mark (or slid in).
+      if (x0 + w > right) x0 = it.mx !== undefined ? Math.max(left, it.mx - 7 - w) : (it.limit ? x0 : Math.max(left, right - w));
+      if (x0 + w > lim && it.short && x0 + textW(it.cls, it.short) <= lim) { text = it.short; w = textW(it.cls, text); }
       if (x0 + w > lim) { text = elideTo(it.cls, text, lim - x0); if (!text) return; w = textW(it.cls, text); }
       for (var r = 0; r < rows; r++) {
         if (end[r] + gap <= x0) { end[r] = x0 + w; it.row = r; it.x0 = x0; it.shown = text; return; }
@@ -244,11 +246,12 @@
     laneNames.forEach(function (n) { perLane.set(n, []); });
     ops.forEach(function (o) {
       if (!label) return;
-      perLane.get(laneOf(o)).push({ x: x(oT(o)) + 7, text: clip(oF(o), 18), cls: "mlabel", op: o });
+      perLane.get(laneOf(o)).push({ x: x(oT(o)) + 7, mx: x(oT(o)), text: clip(oF(o), 18), cls: "mlabel", op: o });
     });
     cmarks.forEach(function (m) {
       var lane = COMP.lanes[m[1]];
-      if (m[3] && perLane.has(lane) && m[2] !== "reached" && m[2] !== "healthy") perLane.get(lane).push({ x: x(m[0]) + 7, text: clip(m[3], 36), cls: "mlabel clabel", mark: m });
+      var at = m[3].indexOf(" at ");
+      if (m[3] && perLane.has(lane) && m[2] !== "reached" && m[2] !== "healthy") perLane.get(lane).push({ x: x(m[0]) + 7, mx: x(m[0]), text: clip(m[3], 36), short: at > 0 ? m[3].slice(0, at) : "", cls: "mlabel clabel", mark: m });
     });
     var laneTop = new Map(), laneY = new Map(), laneH = new Map(), y = TOP;
     laneNames.forEach(function (n) {
