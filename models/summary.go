@@ -6,7 +6,10 @@ package models
 // line too. `sagachaos report OUT_DIR` reads it, so the merged index
 // still counts, plots and lists every run of the sweep.
 //
-//	{"dir":"20261201T101510-calm-7","kept":false,"elapsed_ms":4210,"verdict":{...verdict.json...}}
+//	{"dir":"20261201T101510-calm-7","kept":false,"duration_ms":4210,"shard":"2/4","verdict":{...verdict.json...}}
+//
+// The fields are those of the lines the infra stream's sweep writes
+// (cmd/sagachaos/sweep.go, ledgerLine), so either side can use this type.
 
 // SummaryFile is the summary's file name inside the out directory.
 const SummaryFile = "summary.jsonl"
@@ -19,8 +22,10 @@ type RunRecord struct {
 	// Kept: the run directory was left on disk (a non-valid run, or every
 	// run with --keep all).
 	Kept bool `json:"kept"`
-	// ElapsedMS is the run's wall time, when known.
-	ElapsedMS int64 `json:"elapsed_ms,omitempty"`
+	// DurationMS is the run's wall time, when known.
+	DurationMS int64 `json:"duration_ms"`
+	// Shard is the --shard i/n the run belonged to, if any.
+	Shard string `json:"shard,omitempty"`
 	// Verdict is the run's verdict.json, whole (a valid run's is small).
 	Verdict Verdict `json:"verdict"`
 }

@@ -409,7 +409,7 @@ func ReadSummaryFile(file string) ([]RunSummary, error) {
 		if dir != "" && !filepath.IsAbs(dir) {
 			dir = filepath.Join(base, dir)
 		}
-		out = append(out, RunSummary{Dir: dir, Verdict: rec.Verdict, Summarized: !rec.Kept, Elapsed: time.Duration(rec.ElapsedMS) * time.Millisecond})
+		out = append(out, RunSummary{Dir: dir, Verdict: rec.Verdict, Summarized: !rec.Kept, Elapsed: time.Duration(rec.DurationMS) * time.Millisecond})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)

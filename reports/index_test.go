@@ -112,7 +112,7 @@ func TestReadSummaryFileAndMerge(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
 	for _, r := range sweep(10) {
-		rec := models.RunRecord{Dir: filepath.Base(r.Dir), Kept: !r.Summarized, ElapsedMS: 1500, Verdict: r.Verdict}
+		rec := models.RunRecord{Dir: filepath.Base(r.Dir), Kept: !r.Summarized, DurationMS: 1500, Verdict: r.Verdict}
 		b, _ := json.Marshal(rec)
 		lines = append(lines, string(b))
 	}
