@@ -105,10 +105,18 @@ func TestNarrativeGolden(t *testing.T) {
 		v := checkers.CheckAll(run.h, models.OrderSaga)
 		vs, stories := reports.Narratives(run.h, v, run.runDir)
 		fmt.Fprintf(&golden, "== %s\n", run.name)
+		perSig := map[string]int{}
 		for k, vi := range vs {
 			sig := vi.Checker + "/" + vi.Kind
-			fmt.Fprintf(&golden, "%s %s ops=%v\n", sig, vi.Order, vi.Ops)
 			story := stories[k]
+			// Every story is checked; the golden file pins the first three
+			// of each signature per run (a run can have hundreds).
+			perSig[sig]++
+			out := &golden
+			if perSig[sig] > 3 {
+				out = &bytes.Buffer{}
+			}
+			fmt.Fprintf(out, "%s %s ops=%v\n", sig, vi.Order, vi.Ops)
 			if len(vi.Ops) > 0 && len(story) == 0 {
 				t.Errorf("%s: %s of %s has cited ops but no narrative", run.name, sig, vi.Order)
 			}
@@ -120,7 +128,7 @@ func TestNarrativeGolden(t *testing.T) {
 				cited[i] = true
 			}
 			for _, c := range story {
-				fmt.Fprintf(&golden, "  - %s %v\n", c.Text, c.Ops)
+				fmt.Fprintf(out, "  - %s %v\n", c.Text, c.Ops)
 				if len(c.Ops) == 0 {
 					t.Errorf("%s: %s: clause %q cites no op", run.name, sig, c.Text)
 					continue
@@ -151,6 +159,16 @@ func TestNarrativeGolden(t *testing.T) {
 					t.Errorf("%s: %s: clause %q does not name what its op #%d is about (%v)", run.name, sig, c.Text, c.Ops[0], tokens(first))
 				}
 			}
+		}
+		var sigs []string
+		for sig, n := range perSig {
+			if n > 3 {
+				sigs = append(sigs, sig)
+			}
+		}
+		sort.Strings(sigs)
+		for _, sig := range sigs {
+			fmt.Fprintf(&golden, "(%s: %d more, checked, not pinned)\n", sig, perSig[sig]-3)
 		}
 	}
 	// One story per violation kind of the corpus.
