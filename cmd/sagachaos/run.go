@@ -23,31 +23,40 @@ import (
 	"github.com/sagachaos/sagachaos/targets"
 )
 
+// envFlags choose the environment's providers. No default is read from the
+// environment here: a flag default is printed by --help and by every flag
+// error, and SAGACHAOS_POSTGRES_DSN carries a password. env.Config.Resolve
+// reads the variables instead; an explicit flag wins over them.
 type envFlags struct {
 	postgres, postgresDSN, kafka, kafkaBrokers string
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.postgres, "postgres", "local", "PostgreSQL provider: local (throwaway cluster from the local binaries), dsn, testcontainers")
-	fs.StringVar(&f.postgresDSN, "postgres-dsn", os.Getenv("SAGACHAOS_POSTGRES_DSN"), "server for --postgres dsn (env SAGACHAOS_POSTGRES_DSN)")
-	fs.StringVar(&f.kafka, "kafka", "kfake", "Kafka provider: kfake (in process), brokers, testcontainers")
-	fs.StringVar(&f.kafkaBrokers, "kafka-brokers", os.Getenv("SAGACHAOS_KAFKA_BROKERS"), "comma-separated brokers for --kafka brokers (env SAGACHAOS_KAFKA_BROKERS)")
+	fs.StringVar(&f.postgres, "postgres", "", "PostgreSQL provider: local (throwaway cluster from the local binaries), dsn, testcontainers (default: dsn if a DSN is given or env "+env.EnvPostgresDSN+" is set, else local)")
+	fs.StringVar(&f.postgresDSN, "postgres-dsn", "", "server for --postgres dsn; giving it selects dsn (default: env "+env.EnvPostgresDSN+")")
+	fs.StringVar(&f.kafka, "kafka", "", "Kafka provider: kfake (in process), brokers, testcontainers (default: brokers if brokers are given or env "+env.EnvKafkaBrokers+" is set, else kfake)")
+	fs.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "comma-separated brokers for --kafka brokers; giving them selects brokers (default: env "+env.EnvKafkaBrokers+")")
 }
 
 func (f *envFlags) config() env.Config {
-	c := env.Config{Postgres: f.postgres, PostgresDSN: f.postgresDSN, Kafka: f.kafka}
-	if f.kafkaBrokers != "" {
-		c.KafkaBrokers = strings.Split(f.kafkaBrokers, ",")
+	c := env.Config{Postgres: f.postgres, PostgresDSN: f.postgresDSN, Kafka: f.kafka, KafkaBrokers: env.SplitBrokers(f.kafkaBrokers)}
+	if c.PostgresDSN != "" {
+		c.PostgresDSNFrom = "--postgres-dsn"
+	}
+	if len(c.KafkaBrokers) > 0 {
+		c.KafkaBrokersFrom = "--kafka-brokers"
 	}
 	return c
 }
 
+// args are the provider flags a replay line repeats (never a DSN: the line
+// is printed and stored).
 func (f *envFlags) args() []string {
 	var a []string
-	if f.postgres != "local" {
+	if f.postgres != "" {
 		a = append(a, "--postgres", f.postgres)
 	}
-	if f.kafka != "kfake" {
+	if f.kafka != "" {
 		a = append(a, "--kafka", f.kafka)
 	}
 	return a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,25 +24,47 @@ func openFDs() int {
 }
 
 func TestBadInputs(t *testing.T) {
+	hangup := hangUpListener(t)
 	tests := []struct {
 		name  string
 		cfg   Config
 		env   map[string]string
 		wants []string // substrings of the one-line message
+		once  string   // a substring that must appear exactly once
+		not   []string // substrings the message must not hold
 	}{
 		{"unreachable dsn", Config{Postgres: "dsn", PostgresDSN: "postgres://postgres:secret@127.0.0.1:1/postgres?connect_timeout=2"},
-			nil, []string{"cannot reach DSN", "127.0.0.1:1", "SAGACHAOS_POSTGRES_DSN", "--postgres local"}},
-		{"dsn not a url", Config{Postgres: "dsn", PostgresDSN: "host=x"}, nil, []string{"not a postgres:// URL"}},
-		{"dsn missing", Config{Postgres: "dsn"}, map[string]string{EnvPostgresDSN: ""}, []string{"no DSN given", EnvPostgresDSN}},
+			nil, []string{"cannot reach DSN", "127.0.0.1:1", "fix the DSN", "--postgres local"}, "connection refused", []string{EnvPostgresDSN}},
+		{"unreachable dsn from a flag", Config{PostgresDSN: "postgres://postgres:secret@127.0.0.1:1/postgres?connect_timeout=2", PostgresDSNFrom: "--postgres-dsn"},
+			nil, []string{"cannot reach DSN", "dial tcp 127.0.0.1:1", "fix --postgres-dsn"}, "connection refused", []string{EnvPostgresDSN}},
+		{"unreachable dsn from the environment alone", Config{},
+			map[string]string{EnvPostgresDSN: "postgres://u:secret@127.0.0.1:1/x?connect_timeout=2"},
+			[]string{"cannot reach DSN", "dial tcp 127.0.0.1:1", "fix " + EnvPostgresDSN}, "connection refused", []string{"failed to connect"}},
+		{"dsn server hangs up", Config{PostgresDSN: "postgres://u:secret@" + hangup + "/x?connect_timeout=2"},
+			nil, []string{"cannot reach DSN", hangup}, "", []string{"->", "failed to connect"}},
+		{"explicit provider wins over the environment", Config{Postgres: "testcontainers"},
+			map[string]string{EnvPostgresDSN: "postgres://u:secret@127.0.0.1:1/x"}, []string{"Docker"}, "", []string{"cannot reach DSN"}},
+		{"dsn given with another provider", Config{Postgres: "local", PostgresDSN: "postgres://u:secret@127.0.0.1:1/x", PostgresDSNFrom: "--postgres-dsn"},
+			nil, []string{"--postgres-dsn is given but --postgres local does not use it"}, "", nil},
+		{"dsn not a url", Config{Postgres: "dsn", PostgresDSN: "host=x"}, nil, []string{"not a postgres:// URL"}, "", nil},
+		{"key=value dsn is not echoed", Config{PostgresDSN: "host=db password=secret", PostgresDSNFrom: "--postgres-dsn"}, nil,
+			[]string{"the DSN of --postgres-dsn is not a postgres:// URL"}, "", nil},
+		{"query password is not echoed", Config{PostgresDSN: "postgres://u@127.0.0.1:1/x?password=secret&connect_timeout=2"}, nil,
+			[]string{"cannot reach DSN", "password=xxxxx"}, "", nil},
+		{"dsn missing", Config{Postgres: "dsn"}, map[string]string{EnvPostgresDSN: ""}, []string{"no DSN given", EnvPostgresDSN}, "", nil},
 		{"missing postgres binaries (empty PATH, no pg_config)", Config{}, map[string]string{"PATH": ""},
-			[]string{"local binaries not found", "looked in PATH", "install postgresql-15", "--postgres dsn"}},
+			[]string{"local binaries not found", "looked in PATH", "install postgresql-15", "--postgres dsn"}, "", nil},
 		{"postgres bindir override missing", Config{}, map[string]string{EnvPGBinDir: "/nonexistent"},
-			[]string{"local binaries not found in " + EnvPGBinDir + "=/nonexistent", "--postgres dsn"}},
-		{"docker absent for postgres", Config{Postgres: "testcontainers"}, nil, []string{"Docker", "embedded default"}},
-		{"docker absent for kafka", Config{Kafka: "testcontainers"}, nil, []string{"Docker", "embedded default"}},
+			[]string{"local binaries not found in " + EnvPGBinDir + "=/nonexistent", "--postgres dsn"}, "", nil},
+		{"docker absent for postgres", Config{Postgres: "testcontainers"}, nil, []string{"Docker", "embedded default"}, "", nil},
+		{"docker absent for kafka", Config{Kafka: "testcontainers"}, nil, []string{"Docker", "embedded default"}, "", nil},
 		{"unreachable brokers", Config{Kafka: "brokers", KafkaBrokers: []string{"127.0.0.1:1"}}, nil,
-			[]string{"cannot reach brokers", "127.0.0.1:1", "--kafka kfake"}},
-		{"unknown provider", Config{Postgres: "mysql"}, nil, []string{"unknown provider", "local, dsn or testcontainers"}},
+			[]string{"cannot reach brokers", "127.0.0.1:1", "--kafka kfake", "fix the broker list"}, "", []string{EnvKafkaBrokers}},
+		{"unreachable brokers from the environment alone", Config{}, map[string]string{EnvKafkaBrokers: "127.0.0.1:1"},
+			[]string{"cannot reach brokers", "127.0.0.1:1", "fix " + EnvKafkaBrokers}, "", nil},
+		{"explicit kafka wins over the environment", Config{Kafka: "testcontainers"}, map[string]string{EnvKafkaBrokers: "127.0.0.1:1"},
+			[]string{"Docker"}, "", []string{"cannot reach brokers"}},
+		{"unknown provider", Config{Postgres: "mysql"}, nil, []string{"unknown provider", "local, dsn or testcontainers"}, "", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +100,14 @@ func TestBadInputs(t *testing.T) {
 					t.Errorf("message lacks %q: %s", w, msg)
 				}
 			}
+			if tc.once != "" && strings.Count(msg, tc.once) != 1 {
+				t.Errorf("message says %q %d times, want once: %s", tc.once, strings.Count(msg, tc.once), msg)
+			}
+			for _, w := range tc.not {
+				if strings.Contains(msg, w) {
+					t.Errorf("message holds %q: %s", w, msg)
+				}
+			}
 			if n := len(ownDataDirs()); n != beforeDirs {
 				t.Errorf("data dirs: %d before, %d after", beforeDirs, n)
 			}
@@ -88,6 +119,73 @@ func TestBadInputs(t *testing.T) {
 				}
 				return nil
 			})
+		})
+	}
+}
+
+// hangUpListener accepts connections and closes them at once: a server
+// that is there but does not speak PostgreSQL.
+func hangUpListener(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Resolve: a DSN or broker list alone selects its provider, whether it is
+// given or in the environment; an explicit provider wins over the
+// environment; a DSN beside a provider that ignores it is an error.
+func TestResolve(t *testing.T) {
+	const dsn, dsn2 = "postgres://u:pw@db:5432/x", "postgres://v:pw@other:5432/y"
+	tests := []struct {
+		name                  string
+		cfg                   Config
+		env                   map[string]string
+		pg, gotDSN, from      string
+		kafka, brokers, kfrom string
+		err                   string
+	}{
+		{"defaults", Config{}, nil, "local", "", "", "kfake", "", "", ""},
+		{"env dsn selects dsn", Config{}, map[string]string{EnvPostgresDSN: dsn}, "dsn", dsn, EnvPostgresDSN, "kfake", "", "", ""},
+		{"env brokers select brokers", Config{}, map[string]string{EnvKafkaBrokers: " b1:9092, b2:9092 ,"}, "local", "", "", "brokers", "b1:9092,b2:9092", EnvKafkaBrokers, ""},
+		{"explicit dsn provider takes the env dsn", Config{Postgres: "dsn"}, map[string]string{EnvPostgresDSN: dsn}, "dsn", dsn, EnvPostgresDSN, "kfake", "", "", ""},
+		{"explicit local wins over env", Config{Postgres: "local"}, map[string]string{EnvPostgresDSN: dsn}, "local", "", "", "kfake", "", "", ""},
+		{"explicit kfake wins over env", Config{Kafka: "kfake"}, map[string]string{EnvKafkaBrokers: "b1:9092"}, "local", "", "", "kfake", "", "", ""},
+		{"given dsn wins over env", Config{PostgresDSN: dsn2, PostgresDSNFrom: "--postgres-dsn"}, map[string]string{EnvPostgresDSN: dsn}, "dsn", dsn2, "--postgres-dsn", "kfake", "", "", ""},
+		{"given dsn alone selects dsn", Config{PostgresDSN: dsn}, nil, "dsn", dsn, "the DSN", "kfake", "", "", ""},
+		{"given brokers alone select brokers", Config{KafkaBrokers: []string{"b:1"}}, nil, "local", "", "", "brokers", "b:1", "the broker list", ""},
+		{"dsn with local", Config{Postgres: "local", PostgresDSN: dsn}, nil, "", "", "", "", "", "", "does not use it"},
+		{"brokers with testcontainers", Config{Kafka: "testcontainers", KafkaBrokers: []string{"b:1"}}, nil, "", "", "", "", "", "", "does not use it"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.cfg.Resolve(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrUnavailable) {
+					t.Fatalf("err = %v, want an unavailable error containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Postgres != tc.pg || got.PostgresDSN != tc.gotDSN || got.PostgresDSNFrom != tc.from {
+				t.Errorf("postgres = %q %q (from %q), want %q %q (from %q)", got.Postgres, got.PostgresDSN, got.PostgresDSNFrom, tc.pg, tc.gotDSN, tc.from)
+			}
+			if got.Kafka != tc.kafka || strings.Join(got.KafkaBrokers, ",") != tc.brokers || got.KafkaBrokersFrom != tc.kfrom {
+				t.Errorf("kafka = %q %v (from %q), want %q %q (from %q)", got.Kafka, got.KafkaBrokers, got.KafkaBrokersFrom, tc.kafka, tc.brokers, tc.kfrom)
+			}
 		})
 	}
 }

@@ -18,12 +18,25 @@ import (
 )
 
 // Config selects the providers of one run. The zero value is the embedded
-// default: local PostgreSQL, kfake, no databases, no topics.
+// default (local PostgreSQL, kfake, no databases, no topics) unless the
+// environment names a server: SAGACHAOS_POSTGRES_DSN alone selects the
+// "dsn" provider and SAGACHAOS_KAFKA_BROKERS alone the "brokers" one, as
+// pgx's PGHOST or testcontainers' DOCKER_HOST would. A provider named
+// explicitly wins over the environment.
 type Config struct {
-	Postgres     string   // "local" (default), "dsn", "testcontainers"
-	PostgresDSN  string   // for "dsn" (default from env SAGACHAOS_POSTGRES_DSN)
-	Kafka        string   // "kfake" (default), "brokers", "testcontainers"
-	KafkaBrokers []string // for "brokers" (default from env SAGACHAOS_KAFKA_BROKERS, comma-separated)
+	Postgres string // "local", "dsn", "testcontainers"; "": dsn if a DSN is given or in the environment, else local
+	// PostgresDSN is the server of "dsn" (giving one selects "dsn"); empty:
+	// SAGACHAOS_POSTGRES_DSN.
+	PostgresDSN string
+	// PostgresDSNFrom names where PostgresDSN came from (a flag such as
+	// "--postgres-dsn"), for messages; empty: "the DSN". A DSN read from
+	// the environment is named after the variable.
+	PostgresDSNFrom string
+	Kafka           string   // "kfake", "brokers", "testcontainers"; "": brokers if brokers are given or in the environment, else kfake
+	KafkaBrokers    []string // for "brokers" (giving them selects it); empty: SAGACHAOS_KAFKA_BROKERS, comma-separated
+	// KafkaBrokersFrom names where KafkaBrokers came from, like
+	// PostgresDSNFrom.
+	KafkaBrokersFrom string
 	// Dir is the run directory: postgres.log goes here. Data dirs do not:
 	// they go under /dev/shm (tmpfs) or os.TempDir and are removed on Close. Empty: logs go
 	// into the data dir and vanish with it.
@@ -31,6 +44,66 @@ type Config struct {
 	Databases []string // created fresh; names as the target knows them
 	Topics    []Topic  // created fresh; names as the target knows them
 	Logger    *slog.Logger
+}
+
+// Resolve fills in the providers as Up will use them: the explicit choice,
+// else what the given DSN or brokers, or the environment (lookup, usually
+// os.LookupEnv), select, else the embedded defaults. A DSN or broker list
+// given alongside a provider that does not use it is an error: it would be
+// silently ignored.
+func (c Config) Resolve(lookup func(string) (string, bool)) (Config, error) {
+	env := func(k string) string {
+		v, _ := lookup(k)
+		return strings.TrimSpace(v)
+	}
+	if c.PostgresDSN != "" {
+		if c.PostgresDSNFrom == "" {
+			c.PostgresDSNFrom = "the DSN"
+		}
+		switch c.Postgres {
+		case "":
+			c.Postgres = "dsn"
+		case "dsn":
+		default:
+			return c, unavailable(fmt.Sprintf("postgres: %s is given but --postgres %s does not use it", c.PostgresDSNFrom, c.Postgres),
+				"drop one of them (a DSN alone selects --postgres dsn)", nil)
+		}
+	} else if dsn := env(EnvPostgresDSN); dsn != "" && (c.Postgres == "" || c.Postgres == "dsn") {
+		c.Postgres, c.PostgresDSN, c.PostgresDSNFrom = "dsn", dsn, EnvPostgresDSN
+	}
+	if c.Postgres == "" {
+		c.Postgres = "local"
+	}
+	if len(c.KafkaBrokers) > 0 {
+		if c.KafkaBrokersFrom == "" {
+			c.KafkaBrokersFrom = "the broker list"
+		}
+		switch c.Kafka {
+		case "":
+			c.Kafka = "brokers"
+		case "brokers":
+		default:
+			return c, unavailable(fmt.Sprintf("kafka: %s is given but --kafka %s does not use it", c.KafkaBrokersFrom, c.Kafka),
+				"drop one of them (brokers alone select --kafka brokers)", nil)
+		}
+	} else if bs := SplitBrokers(env(EnvKafkaBrokers)); len(bs) > 0 && (c.Kafka == "" || c.Kafka == "brokers") {
+		c.Kafka, c.KafkaBrokers, c.KafkaBrokersFrom = "brokers", bs, EnvKafkaBrokers
+	}
+	if c.Kafka == "" {
+		c.Kafka = "kfake"
+	}
+	return c, nil
+}
+
+// SplitBrokers splits a comma-separated broker list, dropping blanks.
+func SplitBrokers(s string) []string {
+	var out []string
+	for _, b := range strings.Split(s, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Topic is a Kafka topic to create for the run.
@@ -67,23 +140,9 @@ type Env struct {
 // Up brings the environment up. On error everything already started is torn
 // down; errors.Is(err, ErrUnavailable) marks bad input or a missing part.
 func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
-	if cfg.Postgres == "" {
-		cfg.Postgres = "local"
-	}
-	if cfg.Kafka == "" {
-		cfg.Kafka = "kfake"
-	}
-	if cfg.PostgresDSN == "" {
-		cfg.PostgresDSN = os.Getenv(EnvPostgresDSN)
-	}
-	if len(cfg.KafkaBrokers) == 0 {
-		if s := os.Getenv(EnvKafkaBrokers); s != "" {
-			for _, b := range strings.Split(s, ",") {
-				if b = strings.TrimSpace(b); b != "" {
-					cfg.KafkaBrokers = append(cfg.KafkaBrokers, b)
-				}
-			}
-		}
+	cfg, err = cfg.Resolve(os.LookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	// Several processes of a manifest may name one database: create it once.
 	cfg.Databases = slices.Compact(slices.Sorted(slices.Values(cfg.Databases)))
@@ -129,7 +188,7 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 		e.kf, e.kafka = k, k
 	case "brokers":
 		e.prefix = topicPrefix
-		k, err := openExternalKafka(ctx, "brokers", cfg.KafkaBrokers, cfg.Topics, e.prefix)
+		k, err := openExternalKafka(ctx, "brokers", cfg.KafkaBrokers, cfg.KafkaBrokersFrom, cfg.Topics, e.prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +218,7 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 	case "dsn", "testcontainers":
 		var d *dsnPG
 		if cfg.Postgres == "dsn" {
-			d, err = openDSNPG(ctx, cfg.PostgresDSN)
+			d, err = openDSNPG(ctx, cfg.PostgresDSN, cfg.PostgresDSNFrom)
 			if err != nil {
 				return nil, err
 			}

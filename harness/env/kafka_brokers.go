@@ -23,14 +23,19 @@ type externalKafka struct {
 	kind    string
 }
 
-func openExternalKafka(ctx context.Context, kind string, addrs []string, topics []Topic, prefix string) (*externalKafka, error) {
+// openExternalKafka checks that addrs are reachable brokers and creates the
+// run's topics; from names where the list came from in the fix of a message.
+func openExternalKafka(ctx context.Context, kind string, addrs []string, from string, topics []Topic, prefix string) (*externalKafka, error) {
 	if len(addrs) == 0 {
 		return nil, unavailable("kafka: --kafka brokers selected but no brokers given",
-			"set "+EnvKafkaBrokers+"=host:9092[,host:9093] or use --kafka kfake", nil)
+			"set "+EnvKafkaBrokers+"=host:9092[,host:9093] or pass --kafka-brokers", nil)
+	}
+	if from == "" {
+		from = "the broker list"
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTimeout(3*time.Second))
 	if err != nil {
-		return nil, unavailable("kafka: bad broker list "+strings.Join(addrs, ","), "fix "+EnvKafkaBrokers, err)
+		return nil, unavailable("kafka: bad broker list "+strings.Join(addrs, ","), "fix "+from, err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -38,7 +43,7 @@ func openExternalKafka(ctx context.Context, kind string, addrs []string, topics 
 	defer cancel()
 	if _, err := adm.ListBrokers(cctx); err != nil {
 		return nil, unavailable("kafka: cannot reach brokers "+strings.Join(addrs, ","),
-			"start them, fix "+EnvKafkaBrokers+", or use --kafka kfake", err)
+			"start them, fix "+from+", or use --kafka kfake", err)
 	}
 	k := &externalKafka{addrs: addrs, kind: kind}
 	for _, t := range topics {

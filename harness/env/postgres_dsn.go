@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,22 +21,30 @@ type dsnPG struct {
 	created []string
 }
 
-func openDSNPG(ctx context.Context, dsn string) (*dsnPG, error) {
+// openDSNPG checks that dsn is a reachable server; from names where the DSN
+// came from (a flag, the environment variable) in the fix of a message.
+func openDSNPG(ctx context.Context, dsn, from string) (*dsnPG, error) {
 	if dsn == "" {
 		return nil, unavailable("postgres: --postgres dsn selected but no DSN given",
 			"set "+EnvPostgresDSN+"=postgres://user:pass@host:5432/postgres or pass --postgres-dsn", nil)
 	}
+	if from == "" {
+		from = "the DSN"
+	}
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return nil, unavailable("postgres: DSN "+redact(dsn)+" is not a postgres:// URL",
-			"use the form postgres://user:pass@host:5432/postgres", err)
+		what := "postgres: DSN " + redact(dsn) + " is not a postgres:// URL"
+		if from != "the DSN" {
+			what = "postgres: the DSN of " + from + " is not a postgres:// URL"
+		}
+		return nil, unavailable(what, "use the form postgres://user:pass@host:5432/postgres", nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, dsn)
 	if err != nil {
 		return nil, unavailable("postgres: cannot reach DSN "+redact(dsn),
-			"start that server, fix "+EnvPostgresDSN+", or use --postgres local", err)
+			"start that server, fix "+from+", or use --postgres local", connectCause(err))
 	}
 	_ = conn.Close(context.Background())
 	return &dsnPG{base: dsn, host: u.Host}, nil
@@ -72,11 +81,24 @@ func (p *dsnPG) close() error {
 	return firstErr
 }
 
-// redact hides a password in a DSN for messages.
+// redact hides a password in a DSN for messages: the userinfo password and
+// every query parameter whose name says secret (pgx reads ?password= too).
+// Anything that is not a URL with a host is not shown at all: a key=value
+// DSN ("host=db password=…") parses as a URL path and would be echoed whole.
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil {
-		return "(unparsable dsn)"
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "(not shown: not a URL)"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			lk := strings.ToLower(k)
+			if strings.Contains(lk, "pass") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "key") {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

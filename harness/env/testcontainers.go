@@ -60,7 +60,7 @@ func startContainerPG(ctx context.Context) (*containerPG, error) {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("postgres: testcontainers dsn: %w", err)
 	}
-	d, err := openDSNPG(ctx, dsn)
+	d, err := openDSNPG(ctx, dsn, "the container")
 	if err != nil {
 		_ = c.Terminate(context.Background())
 		return nil, err
@@ -100,7 +100,7 @@ func startContainerKafka(ctx context.Context, topics []Topic, prefix string) (*c
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("kafka: redpanda seed broker: %w", err)
 	}
-	k, err := openExternalKafka(ctx, "testcontainers", []string{addr}, topics, prefix)
+	k, err := openExternalKafka(ctx, "testcontainers", []string{addr}, "the container", topics, prefix)
 	if err != nil {
 		_ = c.Terminate(context.Background())
 		return nil, err
