@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -290,7 +292,10 @@ func (p *Proc) wait(cmd *exec.Cmd, wd *watchdog, exited chan struct{}) {
 
 // WaitHealthy polls the process's HealthURL until it answers 2xx. It fails
 // at once, with the last lines of the log, if the process exits first, and
-// after deadline otherwise. A spec without HealthURL is healthy while alive.
+// after deadline otherwise, with one line of bounded length: the last real
+// answer (a status and the first line of its body, or why the connection
+// failed — never the deadline that cut the last probe short), where the log
+// is and its last line. A spec without HealthURL is healthy while alive.
 func (s *Supervisor) WaitHealthy(ctx context.Context, p *Proc, deadline time.Duration) error {
 	exited := p.Exited()
 	if p.spec.HealthURL == "" {
@@ -303,10 +308,11 @@ func (s *Supervisor) WaitHealthy(ctx context.Context, p *Proc, deadline time.Dur
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	client := &http.Client{Timeout: time.Second}
+	const probeTimeout = time.Second
+	client := &http.Client{Timeout: probeTimeout}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	var last string
+	last := "no answer"
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.spec.HealthURL, nil)
 		if err != nil {
@@ -314,14 +320,19 @@ func (s *Supervisor) WaitHealthy(ctx context.Context, p *Proc, deadline time.Dur
 		}
 		resp, err := client.Do(req)
 		if err == nil {
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 			resp.Body.Close()
 			if resp.StatusCode/100 == 2 {
 				return nil
 			}
 			last = resp.Status
-		} else {
-			last = err.Error()
+			if line := firstLine(body); line != "" {
+				last += ": " + line
+			}
+		} else if ctx.Err() == nil {
+			// A probe the deadline cut short answered nothing: keep the
+			// answer before it.
+			last = probeError(err, probeTimeout)
 		}
 		select {
 		case <-exited:
@@ -332,11 +343,53 @@ func (s *Supervisor) WaitHealthy(ctx context.Context, p *Proc, deadline time.Dur
 				return p.exitedError("before it was healthy")
 			default:
 			}
-			return fmt.Errorf("%s not healthy after %v (%s: last answer %s); last log lines:\n%s",
-				p.spec.Name, deadline, p.spec.HealthURL, last, p.LastLogLines(20))
+			msg := fmt.Sprintf("%s not healthy after %v: last answer %s (GET %s)", p.spec.Name, deadline, clip(last, 200), p.spec.HealthURL)
+			if path := p.spec.LogPath(); path != "" {
+				msg += "; log " + path
+				if line := firstLine([]byte(p.LastLogLines(1))); line != "" {
+					msg += ", last line: " + clip(line, 160)
+				}
+			}
+			return errors.New(msg)
 		case <-tick.C:
 		}
 	}
+}
+
+// probeError is what a failed probe says: the cause without net/http's
+// `Get "url": ` prefix (the URL is in the message once).
+func probeError(err error, timeout time.Duration) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() {
+			return fmt.Sprintf("none within %v", timeout)
+		}
+		err = ue.Err
+	}
+	return oneLine(err.Error())
+}
+
+// firstLine is the first non-blank line of b, trimmed.
+func firstLine(b []byte) string {
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return oneLine(l)
+		}
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip bounds s to n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func (p *Proc) exitedError(when string) error {
