@@ -3,6 +3,8 @@ package models
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +36,16 @@ type History struct {
 	// Truncated is set when the last line was cut short (the harness died
 	// while writing it); that line is dropped and everything before it kept.
 	Truncated bool
+	// Digest identifies the bytes the history was read from (or, from a
+	// Recorder, the bytes it wrote): "sha256:" and the hex digest of the
+	// whole file. Empty for a history built in memory. A verdict records
+	// it (Verdict.HistoryDigest), so a reader can tell whether a verdict
+	// judges the history beside it.
+	Digest string
 }
+
+// DigestPrefix starts every History.Digest.
+const DigestPrefix = "sha256:"
 
 // ReadError says which line of a history could not be read and why.
 type ReadError struct {
@@ -53,7 +64,8 @@ const maxLine = 16 << 20
 // dropped and reported through History.Truncated, because that is what a
 // harness killed mid-write leaves behind. It never panics.
 func ReadHistory(r io.Reader) (*History, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	sum := sha256.New()
+	br := bufio.NewReaderSize(io.TeeReader(r, sum), 1<<16)
 	h := &History{}
 	line := 0
 	sawHeader := false
@@ -115,6 +127,11 @@ func ReadHistory(r io.Reader) (*History, error) {
 	if !sawHeader {
 		return h, &ReadError{Line: 1, Err: errors.New("empty history: no header line")}
 	}
+	// The digest covers every byte, a cut-off last line included.
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return h, &ReadError{Line: line + 1, Err: err}
+	}
+	h.Digest = DigestPrefix + hex.EncodeToString(sum.Sum(nil))
 	return h, nil
 }
 

@@ -2,6 +2,8 @@ package models
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -165,5 +167,40 @@ func TestComposeAndExitCodes(t *testing.T) {
 		if got != c.want || got.ExitCode() != c.code {
 			t.Errorf("Compose(%v) = %v (exit %d), want %v (exit %d)", c.in, got, got.ExitCode(), c.want, c.code)
 		}
+	}
+}
+
+// The digest a Recorder reports is that of the bytes it wrote, which is what
+// ReadHistory computes from the file: a verdict made in the run and one made
+// by `sagachaos check` name the same history.
+func TestDigestRecorderMatchesReader(t *testing.T) {
+	var buf bytes.Buffer
+	rec, err := NewRecorder(&buf, Header{Run: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Record(ProcHarness, Info, FRunStart, "", RunInfo{ID: "r1"})
+	rec.Record("client-1", Invoke, "place-order", "o-1", map[string]int{"n": 1})
+	live := rec.History().Digest
+	h, err := ReadHistory(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	want := DigestPrefix + hex.EncodeToString(sum[:])
+	if live != want || h.Digest != want {
+		t.Fatalf("recorder digest %s, reader digest %s, sha256 of the file %s", live, h.Digest, want)
+	}
+	// A cut-off last line is part of the file, and so of its digest.
+	cut := append(append([]byte(nil), buf.Bytes()...), `{"i":2,"t":5,"pr`...)
+	h2, err := ReadHistory(bytes.NewReader(cut))
+	if err != nil || !h2.Truncated {
+		t.Fatalf("truncated read: %v, truncated %v", err, h2.Truncated)
+	}
+	if h2.Digest == want || h2.Digest == "" {
+		t.Fatalf("digest of the cut file %q, want one that differs from the whole file's", h2.Digest)
+	}
+	if mem, _ := NewRecorder(nil, Header{}); mem.History().Digest != "" {
+		t.Fatal("an in-memory history has a digest")
 	}
 }

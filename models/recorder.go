@@ -1,8 +1,11 @@
 package models
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 	"time"
@@ -20,12 +23,13 @@ type Recorder struct {
 	ops   []Op
 	err   error
 	buf   []byte
+	sum   hash.Hash // of every byte written, for History.Digest
 }
 
 // NewRecorder writes the header to w and returns a recorder whose op times
 // count from now. w may be nil for an in-memory history.
 func NewRecorder(w io.Writer, hd Header) (*Recorder, error) {
-	r := &Recorder{start: time.Now(), w: w}
+	r := &Recorder{start: time.Now(), w: w, sum: sha256.New()}
 	hd.Format = HistoryFormat
 	hd.Version = HistoryVersion
 	if hd.Started == "" {
@@ -36,9 +40,11 @@ func NewRecorder(w io.Writer, hd Header) (*Recorder, error) {
 		if err != nil {
 			return nil, fmt.Errorf("marshal history header: %w", err)
 		}
-		if _, err := w.Write(append(b, '\n')); err != nil {
+		b = append(b, '\n')
+		if _, err := w.Write(b); err != nil {
 			return nil, fmt.Errorf("write history header: %w", err)
 		}
+		r.sum.Write(b)
 	}
 	return r, nil
 }
@@ -74,6 +80,9 @@ func (r *Recorder) Record(proc string, typ OpType, f, order string, value any) O
 			r.buf = append(r.buf, '\n')
 			_, err = r.w.Write(r.buf)
 		}
+		if err == nil {
+			r.sum.Write(r.buf)
+		}
 		if err != nil {
 			r.err = fmt.Errorf("write history op %d: %w", op.I, err)
 		}
@@ -95,9 +104,16 @@ func (r *Recorder) Len() int {
 	return len(r.ops)
 }
 
-// History returns the recorded history so far.
+// History returns the recorded history so far. When the recorder writes to
+// a file and no write failed, its Digest is that of the file's bytes.
 func (r *Recorder) History() *History {
-	return &History{Header: Header{Format: HistoryFormat, Version: HistoryVersion, Started: r.start.UTC().Format(time.RFC3339Nano)}, Ops: r.Ops()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := &History{Header: Header{Format: HistoryFormat, Version: HistoryVersion, Started: r.start.UTC().Format(time.RFC3339Nano)}, Ops: append([]Op(nil), r.ops...)}
+	if r.w != nil && r.err == nil {
+		h.Digest = DigestPrefix + hex.EncodeToString(r.sum.Sum(nil))
+	}
+	return h
 }
 
 // Err reports the first write error, if any. Ops are still kept in memory

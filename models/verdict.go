@@ -40,11 +40,15 @@ const VerdictVersion = 1
 // Verdict is the composed result of all checkers over one history; it is
 // what verdict.json holds.
 type Verdict struct {
-	Version int           `json:"version"`
-	Status  Status        `json:"status"`
-	Run     RunInfo       `json:"run"`
-	Ops     int           `json:"ops"`
-	Results []CheckResult `json:"results"`
+	Version int     `json:"version"`
+	Status  Status  `json:"status"`
+	Run     RunInfo `json:"run"`
+	Ops     int     `json:"ops"`
+	// HistoryDigest is the History.Digest of the history judged ("sha256:…"
+	// of history.jsonl's bytes); empty when it was built in memory. A
+	// verdict whose digest differs from its history's is stale: re-check.
+	HistoryDigest string        `json:"history_digest,omitempty"`
+	Results       []CheckResult `json:"results"`
 	// Error is set when the run could not produce a verdict (exit code 2).
 	Error string `json:"error,omitempty"`
 	// Interrupted is set when the run was stopped before it finished.
