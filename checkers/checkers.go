@@ -105,10 +105,11 @@ func Names() []string {
 }
 
 // CheckAll runs the whole catalogue over h, digesting it once, and composes
-// the verdict. Run comes from the history's run-start op when present.
+// the verdict. Run comes from the history's run-start op when present; the
+// verdict records h.Digest, so it names the bytes it judged.
 func CheckAll(h *models.History, spec models.SagaSpec) models.Verdict {
 	ix := NewIndex(h, spec)
-	v := models.Verdict{Version: models.VerdictVersion, Ops: len(ix.Ops), Interrupted: ix.Interrupted}
+	v := models.Verdict{Version: models.VerdictVersion, Ops: len(ix.Ops), HistoryDigest: h.Digest, Interrupted: ix.Interrupted}
 	if ix.Run != nil {
 		v.Run = *ix.Run
 	}
