@@ -84,6 +84,7 @@ func failingRun() (*models.History, models.Verdict) {
 	b.saga("client-1", "o-18", 700, 1, "")
 	b.add(models.ProcObserver, models.State, models.FQuiesce, "", models.Quiesce{AllTerminal: true, WaitedMS: 120, DeadlineMS: 30000})
 	v := models.Verdict{Version: models.VerdictVersion, Status: models.Invalid, Ops: len(b.h.Ops),
+		HistoryDigest: "sha256:9f2c6a0b3d5e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708",
 		Run: models.RunInfo{ID: "20261130-redelivery-42", Target: "reference", Mutant: "non-idempotent-compensation", Scenario: "redelivery", Seed: 42,
 			Repro: "sagachaos run --target reference --mutant non-idempotent-compensation --scenario redelivery --seed 42"},
 		Results: []models.CheckResult{

@@ -74,18 +74,12 @@ func cmdReport(args []string, stdout io.Writer) error {
 	}
 	var runs []reports.RunSummary
 	for _, d := range dirs {
-		h, err := models.ReadHistoryFile(filepath.Join(d, "history.jsonl"))
+		v, note, err := recheck(d)
 		if err != nil {
-			return fail(2, "%v", err)
+			return err
 		}
-		v, err := reports.ReadVerdict(filepath.Join(d, "verdict.json"))
-		if err != nil {
-			return fail(2, "%v (run `sagachaos check %s` first)", err, d)
-		}
-		if v.Error == "" {
-			if err := runstore.WriteArtifacts(d, h, v); err != nil {
-				return fail(2, "%v", err)
-			}
+		if note != "" {
+			fmt.Fprintf(stdout, "%s: %s\n", d, note)
 		}
 		runs = append(runs, reports.RunSummary{Dir: d, Verdict: v})
 		fmt.Fprintln(stdout, filepath.Join(d, "report.html"))
@@ -112,6 +106,55 @@ func cmdReport(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, out)
 	}
 	return nil
+}
+
+// recheck re-checks a run directory's history for report: a verdict.json
+// is derived data and may be stale (a history cut or edited after it was
+// written, an older build's checkers), and the checkers are fast enough to
+// re-derive it every time. It writes the fresh verdict.json, junit.xml and
+// report.html, and says in note how the stored verdict differed. A run
+// that produced no verdict (verdict.json holds an error) keeps its error.
+func recheck(dir string) (v models.Verdict, note string, err error) {
+	h, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return v, "", fail(2, "%v", err)
+	}
+	old, oerr := reports.ReadVerdict(filepath.Join(dir, "verdict.json"))
+	if oerr == nil && old.Error != "" {
+		return old, "", nil
+	}
+	v = checkers.CheckAll(h, models.OrderSaga)
+	if oerr == nil && old.Run.Scenario != "" {
+		v.Run = old.Run
+	}
+	switch {
+	case oerr != nil:
+		note = "no readable verdict.json (" + oerr.Error() + "): checked the history"
+	case old.HistoryDigest != "" && old.HistoryDigest != v.HistoryDigest:
+		note = fmt.Sprintf("verdict.json did not match history.jsonl (history digest %s, verdict made from %s): re-checked, %s → %s",
+			short(v.HistoryDigest), short(old.HistoryDigest), old.Status, v.Status)
+	case old.Ops != v.Ops:
+		note = fmt.Sprintf("verdict.json did not match history.jsonl (%d ops, verdict made from %d): re-checked, %s → %s",
+			v.Ops, old.Ops, old.Status, v.Status)
+	case old.Status != v.Status:
+		note = fmt.Sprintf("verdict.json did not match history.jsonl (these checkers say otherwise): re-checked, %s → %s", old.Status, v.Status)
+	}
+	if h.Truncated {
+		note = strings.TrimPrefix(note+"; the history's last line was cut short", "; ")
+	}
+	if err := runstore.WriteArtifacts(dir, h, v); err != nil {
+		return v, note, fail(2, "%v", err)
+	}
+	return v, note, nil
+}
+
+// short is a digest's first 12 hex digits, enough to tell two apart.
+func short(d string) string {
+	d = strings.TrimPrefix(d, models.DigestPrefix)
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	return d
 }
 
 func commonParent(dirs []string) string {
