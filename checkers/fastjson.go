@@ -3,6 +3,7 @@ package checkers
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -10,11 +11,18 @@ import (
 // A small decoder for the flat values that make up most of a history
 // (events, outbox rows, applied records, world effects). encoding/json's
 // reflection costs several microseconds per op; this scanner keeps the
-// checkers well above 500k ops/s. It only has to handle valid JSON (both
-// ReadHistory and the Recorder guarantee it) and it gives up — the caller
-// then falls back to encoding/json — on anything it does not expect: an
-// escaped key, a key matching a field only case-insensitively, a number
-// that is not a plain integer, a value of the wrong kind.
+// checkers well above 500k ops/s. It must agree with encoding/json on every
+// input (FuzzFastDecode checks it differentially): it accepts only what is
+// valid JSON — strictly, as encoding/json would: no trailing comma, no
+// missing one, no leading zero, no raw control character in a string, no
+// trailing data — and it gives up, the caller then falling back to
+// encoding/json, on anything it does not expect: an escape or invalid UTF-8
+// in a string (encoding/json replaces it with U+FFFD), a key matching a
+// field only case-insensitively, a number that is not a plain integer, a
+// value of the wrong kind, nesting deeper than maxDepth.
+
+// maxDepth bounds the nesting the scanner follows before it gives up.
+const maxDepth = 64
 
 // scanObject calls f for every top-level member of the JSON object b, with
 // the key's bytes and the value's raw bytes. It reports false when b is not
@@ -24,24 +32,16 @@ func scanObject(b []byte, f func(k, v []byte) bool) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i++
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipWS(b, i+1) == len(b)
+	}
 	for {
-		i = skipWS(b, i)
-		if i >= len(b) {
+		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		switch b[i] {
-		case '}':
-			return true
-		case ',':
-			i++
-			continue
-		case '"':
-		default:
-			return false
-		}
-		ke, esc := strEnd(b, i)
-		if ke < 0 || esc {
+		ke, slow := strEnd(b, i)
+		if ke < 0 || slow {
 			return false
 		}
 		key := b[i+1 : ke-1]
@@ -50,11 +50,22 @@ func scanObject(b []byte, f func(k, v []byte) bool) bool {
 			return false
 		}
 		i = skipWS(b, i+1)
-		ve := valueEnd(b, i)
+		ve := valueEnd(b, i, 0)
 		if ve < 0 || !f(key, b[i:ve]) {
 			return false
 		}
-		i = ve
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return skipWS(b, i+1) == len(b)
+		default:
+			return false
+		}
 	}
 }
 
@@ -65,73 +76,200 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// strEnd returns the index after the closing quote of the string starting
-// at b[i], and whether it contains an escape.
+// strEnd returns the index after the closing quote of the JSON string
+// starting at b[i] (-1 if it is not a valid one), and whether its body needs
+// encoding/json to decode: an escape, or bytes that are not valid UTF-8.
 func strEnd(b []byte, i int) (int, bool) {
-	esc := false
+	slow, ascii := false, true
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			esc = true
+		switch c := b[j]; {
+		case c == '"':
+			if !slow && !ascii && !utf8.Valid(b[i+1:j]) {
+				slow = true
+			}
+			return j + 1, slow
+		case c == '\\':
+			slow = true
 			j++
-		case '"':
-			return j + 1, esc
+			if j >= len(b) {
+				return -1, slow
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) || !isHex(b[j+1]) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) {
+					return -1, slow
+				}
+				j += 4
+			default:
+				return -1, slow
+			}
+		case c < 0x20:
+			return -1, slow
+		case c >= 0x80:
+			ascii = false
 		}
 	}
-	return -1, esc
+	return -1, slow
 }
 
-// valueEnd returns the index after the value starting at b[i].
-func valueEnd(b []byte, i int) int {
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// plain returns the body of v when v is a JSON string that decodes to its
+// own bytes (no escape, valid UTF-8): then string(body) is the value.
+func plain(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	e, slow := strEnd(v, 0)
+	if e != len(v) || slow {
+		return nil, false
+	}
+	return v[1 : len(v)-1], true
+}
+
+// valueEnd returns the index after the valid JSON value starting at b[i],
+// or -1.
+func valueEnd(b []byte, i, depth int) int {
 	if i >= len(b) {
 		return -1
 	}
-	switch b[i] {
-	case '"':
+	switch c := b[i]; {
+	case c == '"':
 		e, _ := strEnd(b, i)
 		return e
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
+	case c == '{':
+		if depth >= maxDepth {
+			return -1
+		}
+		j := skipWS(b, i+1)
+		if j < len(b) && b[j] == '}' {
+			return j + 1
+		}
+		for {
+			if j >= len(b) || b[j] != '"' {
+				return -1
+			}
+			ke, _ := strEnd(b, j)
+			if ke < 0 {
+				return -1
+			}
+			j = skipWS(b, ke)
+			if j >= len(b) || b[j] != ':' {
+				return -1
+			}
+			ve := valueEnd(b, skipWS(b, j+1), depth+1)
+			if ve < 0 {
+				return -1
+			}
+			j = skipWS(b, ve)
+			if j >= len(b) {
+				return -1
+			}
 			switch b[j] {
-			case '"':
-				e, _ := strEnd(b, j)
-				if e < 0 {
-					return -1
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
+			case ',':
+				j = skipWS(b, j+1)
+			case '}':
+				return j + 1
+			default:
+				return -1
 			}
 		}
+	case c == '[':
+		if depth >= maxDepth {
+			return -1
+		}
+		j := skipWS(b, i+1)
+		if j < len(b) && b[j] == ']' {
+			return j + 1
+		}
+		for {
+			ve := valueEnd(b, j, depth+1)
+			if ve < 0 {
+				return -1
+			}
+			j = skipWS(b, ve)
+			if j >= len(b) {
+				return -1
+			}
+			switch b[j] {
+			case ',':
+				j = skipWS(b, j+1)
+			case ']':
+				return j + 1
+			default:
+				return -1
+			}
+		}
+	case c == 't':
+		return literalEnd(b, i, "true")
+	case c == 'f':
+		return literalEnd(b, i, "false")
+	case c == 'n':
+		return literalEnd(b, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return numberEnd(b, i)
+	}
+	return -1
+}
+
+func literalEnd(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return -1
-	default:
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+	}
+	return i + len(lit)
+}
+
+// numberEnd scans -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func numberEnd(b []byte, i int) int {
+	digits := func(j int) int {
+		k := j
+		for k < len(b) && '0' <= b[k] && b[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return -1
+		}
+		return k
+	}
+	j := i
+	if b[j] == '-' {
+		j++
+	}
+	if j >= len(b) {
+		return -1
+	}
+	if b[j] == '0' {
+		j++
+	} else if j = digits(j); j < 0 {
+		return -1
+	}
+	if j < len(b) && b[j] == '.' {
+		if j = digits(j + 1); j < 0 {
+			return -1
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		return j
+		if j = digits(j); j < 0 {
+			return -1
+		}
 	}
+	return j
 }
 
 func jstr(v []byte, dst *string) bool {
-	if len(v) == 4 && string(v) == "null" {
+	if string(v) == "null" {
 		return true
 	}
-	if len(v) < 2 || v[0] != '"' {
-		return false
+	body, ok := plain(v)
+	if !ok {
+		return len(v) >= 2 && v[0] == '"' && json.Unmarshal(v, dst) == nil
 	}
-	for _, c := range v[1 : len(v)-1] {
-		if c == '\\' {
-			return json.Unmarshal(v, dst) == nil
-		}
-	}
-	*dst = string(v[1 : len(v)-1])
+	*dst = string(body)
 	return true
 }
 
@@ -144,18 +282,16 @@ type interner map[string]string
 const maxInterned = 1 << 14
 
 func (in interner) str(v []byte, dst *string) bool {
-	if in == nil || len(v) < 2 || v[0] != '"' {
+	body, ok := plain(v)
+	if in == nil || !ok {
 		return jstr(v, dst)
 	}
-	body := v[1 : len(v)-1]
 	if s, ok := in[string(body)]; ok {
 		*dst = s
 		return true
 	}
-	if !jstr(v, dst) {
-		return false
-	}
-	if len(in) < maxInterned && string(body) == *dst {
+	*dst = string(body)
+	if len(in) < maxInterned {
 		in[*dst] = *dst
 	}
 	return true
@@ -164,7 +300,7 @@ func (in interner) str(v []byte, dst *string) bool {
 // same decodes a string that is usually equal to known (an op's order id),
 // reusing known's storage when it is.
 func same(v []byte, known string, dst *string) bool {
-	if len(v) >= 2 && v[0] == '"' && string(v[1:len(v)-1]) == known {
+	if body, ok := plain(v); ok && string(body) == known {
 		*dst = known
 		return true
 	}
@@ -205,12 +341,14 @@ func jint32(v []byte, dst *int32) bool {
 	return true
 }
 
+// jbool decodes a boolean; null leaves dst as it is, as encoding/json does.
 func jbool(v []byte, dst *bool) bool {
 	switch string(v) {
 	case "true":
 		*dst = true
-	case "false", "null":
+	case "false":
 		*dst = false
+	case "null":
 	default:
 		return false
 	}
@@ -423,7 +561,7 @@ func decodeOrderState(raw []byte, s *models.OrderState) error {
 		case "items":
 			return decodeItems(v, &s.Items)
 		case "trail":
-			return true
+			return stringsOrNull(v)
 		}
 		return !unexpected(k, orderStateFields...)
 	})
@@ -436,6 +574,42 @@ func decodeOrderState(raw []byte, s *models.OrderState) error {
 	return err
 }
 
+// stringsOrNull reports whether v is null or an array of strings: what
+// encoding/json would decode into a []string without an error.
+func stringsOrNull(v []byte) bool {
+	if string(v) == "null" {
+		return true
+	}
+	if len(v) == 0 || v[0] != '[' {
+		return false
+	}
+	i := skipWS(v, 1)
+	if i < len(v) && v[i] == ']' {
+		return i+1 == len(v)
+	}
+	for {
+		if i >= len(v) || v[i] != '"' {
+			return false
+		}
+		e, _ := strEnd(v, i)
+		if e < 0 {
+			return false
+		}
+		i = skipWS(v, e)
+		if i >= len(v) {
+			return false
+		}
+		switch v[i] {
+		case ',':
+			i = skipWS(v, i+1)
+		case ']':
+			return i+1 == len(v)
+		default:
+			return false
+		}
+	}
+}
+
 func decodeItems(v []byte, items *[]models.Item) bool {
 	if string(v) == "null" {
 		*items = nil
@@ -446,20 +620,13 @@ func decodeItems(v []byte, items *[]models.Item) bool {
 		return false
 	}
 	out := []models.Item{}
-	for i++; ; {
-		i = skipWS(v, i)
-		if i >= len(v) {
-			return false
-		}
-		if v[i] == ']' {
-			*items = out
-			return true
-		}
-		if v[i] == ',' {
-			i++
-			continue
-		}
-		e := valueEnd(v, i)
+	i = skipWS(v, i+1)
+	if i < len(v) && v[i] == ']' {
+		*items = out
+		return skipWS(v, i+1) == len(v)
+	}
+	for {
+		e := valueEnd(v, i, 1)
 		if e < 0 {
 			return false
 		}
@@ -482,6 +649,18 @@ func decodeItems(v []byte, items *[]models.Item) bool {
 			return false
 		}
 		out = append(out, it)
-		i = e
+		i = skipWS(v, e)
+		if i >= len(v) {
+			return false
+		}
+		switch v[i] {
+		case ',':
+			i = skipWS(v, i+1)
+		case ']':
+			*items = out
+			return skipWS(v, i+1) == len(v)
+		default:
+			return false
+		}
 	}
 }

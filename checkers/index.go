@@ -737,8 +737,7 @@ func (ix *Index) SourceDB(source string) (db string, ok bool) {
 // event already decoded with the same id (the observer writes rows before
 // the log, and applied records after it): one allocation per id, not three.
 func (ix *Index) eventID(v []byte, dst *string) bool {
-	if len(v) >= 2 && v[0] == '"' {
-		body := v[1 : len(v)-1]
+	if body, ok := plain(v); ok {
 		if n, ok := ix.RowsByEvent[string(body)]; ok {
 			*dst = ix.Rows[n].EventID
 			return true
