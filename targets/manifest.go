@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -122,6 +123,10 @@ type Mutant struct {
 	Scenarios   []string `json:"scenarios"`
 }
 
+// MaxReplicas bounds a process's replicas: each is a real OS process with
+// its own links, and a typo of a few digits must not start a million.
+const MaxReplicas = 64
+
 // Dependencies a process may name in Depends.
 var knownDeps = map[string]bool{"postgres": true, "kafka": true, "gateway": true, "carrier": true, "mailer": true}
 
@@ -153,6 +158,9 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("decode: trailing data after the manifest's JSON object")
+	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,8 +188,8 @@ func (m *Manifest) Validate() error {
 		if len(p.Command) == 0 {
 			return fmt.Errorf("field processes[%d].command: empty", i)
 		}
-		if p.Replicas < 0 {
-			return fmt.Errorf("field processes[%d].replicas: %d is negative", i, p.Replicas)
+		if p.Replicas < 0 || p.Replicas > MaxReplicas {
+			return fmt.Errorf("field processes[%d].replicas: %d is outside 0..%d", i, p.Replicas, MaxReplicas)
 		}
 		for _, d := range p.Depends {
 			if !knownDeps[d] {
