@@ -41,6 +41,9 @@ type Spec struct {
 	Limits Limits     `json:"limits"`
 }
 
+// MaxOrders bounds a scenario's orders (the soak scenario has 10,000).
+const MaxOrders = 1_000_000
+
 // Range is an inclusive integer range.
 type Range struct {
 	Min int `json:"min"`
@@ -164,14 +167,17 @@ func (s *Spec) validate() *SpecError {
 	if s.Name == "" {
 		return bad("name", "empty")
 	}
+	// The upper bounds keep a typo from asking for a run no machine can do
+	// (two billion orders are generated in memory before the run starts).
 	ranges := []struct {
-		field string
-		r     Range
-		min   int
+		field    string
+		r        Range
+		min, max int
 	}{
-		{"orders", s.Orders, 1}, {"clients", s.Clients, 1}, {"skus", s.SKUs, 1}, {"stock", s.Stock, 0},
-		{"qty", s.Qty, 1}, {"lines", s.Lines, 1}, {"gap_ms", s.GapMS, 0}, {"relays", s.Relays, 1},
-		{"faults.count", s.Faults.Count, 0}, {"faults.duration_ms", s.Faults.DurationMS, 0},
+		{"orders", s.Orders, 1, MaxOrders}, {"clients", s.Clients, 1, 1000}, {"skus", s.SKUs, 1, 10_000},
+		{"stock", s.Stock, 0, 1_000_000_000}, {"qty", s.Qty, 1, 1_000_000}, {"lines", s.Lines, 1, 100},
+		{"gap_ms", s.GapMS, 0, 3_600_000}, {"relays", s.Relays, 1, 64},
+		{"faults.count", s.Faults.Count, 0, 10_000}, {"faults.duration_ms", s.Faults.DurationMS, 0, 86_400_000},
 	}
 	for _, r := range ranges {
 		if r.r.Min < r.min {
@@ -179,6 +185,9 @@ func (s *Spec) validate() *SpecError {
 		}
 		if r.r.Max < r.r.Min {
 			return bad(r.field, "max %d is below min %d", r.r.Max, r.r.Min)
+		}
+		if r.r.Max > r.max {
+			return bad(r.field+".max", "%d is above %d", r.r.Max, r.max)
 		}
 	}
 	for _, r := range []struct {
