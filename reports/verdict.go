@@ -50,32 +50,38 @@ func WriteJSON(w io.Writer, v models.Verdict) error {
 	return nil
 }
 
-// ReadVerdict reads a verdict.json. It refuses a schema version newer than
-// this build understands (the file would be misread), and accepts a missing
-// version as 1 (hand-written fixtures).
+// ReadVerdict reads a verdict.json (see ParseVerdict).
 func ReadVerdict(path string) (models.Verdict, error) {
-	var v models.Verdict
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return v, fmt.Errorf("read verdict: %w", err)
+		return models.Verdict{}, fmt.Errorf("read verdict: %w", err)
 	}
+	return ParseVerdict(path, b)
+}
+
+// ParseVerdict decodes a verdict.json; name says which file in errors. It
+// refuses a schema version newer than this build understands (the file
+// would be misread), and accepts a missing version as 1 (hand-written
+// fixtures).
+func ParseVerdict(name string, b []byte) (models.Verdict, error) {
+	var v models.Verdict
 	if err := json.Unmarshal(b, &v); err != nil {
-		return v, fmt.Errorf("parse verdict %s: %w", path, err)
+		return v, fmt.Errorf("parse verdict %s: %w", name, err)
 	}
 	if v.Version == 0 {
 		v.Version = 1
 	}
 	if v.Version > models.VerdictVersion {
-		return v, fmt.Errorf("verdict %s: schema version %d is newer than this build reads (%d); upgrade sagachaos", path, v.Version, models.VerdictVersion)
+		return v, fmt.Errorf("verdict %s: schema version %d is newer than this build reads (%d); upgrade sagachaos", name, v.Version, models.VerdictVersion)
 	}
 	switch v.Status {
 	case models.Valid, models.Invalid, models.Unknown:
 	case "":
 		if v.Error == "" {
-			return v, fmt.Errorf("verdict %s: no status and no error", path)
+			return v, fmt.Errorf("verdict %s: no status and no error", name)
 		}
 	default:
-		return v, fmt.Errorf("verdict %s: unknown status %q", path, v.Status)
+		return v, fmt.Errorf("verdict %s: unknown status %q", name, v.Status)
 	}
 	return v, nil
 }
