@@ -93,7 +93,8 @@ var fastDecoders = []struct {
 		}},
 }
 
-// fastSeeds are the shapes the decoders meet and the ways they went wrong.
+// fastSeeds are the shapes the decoders meet; the inputs they once got
+// wrong are regression cases in testdata/fuzz/FuzzFastDecode/.
 var fastSeeds = []string{
 	`{"topic":"orders","partition":1,"offset":12,"key":"o-1","event_id":"e-1","seq":3,"source":"orders","timestamp_ns":1700000000000000000,"payload":{"x":[1,{"y":"}"}]}}`,
 	`{"db":"orders","id":7,"event_id":"e-1","seq":1,"type":"OrderCreated","topic":"orders","published":true}`,
@@ -101,20 +102,7 @@ var fastSeeds = []string{
 	`{"status":"succeeded","kind":"charge","charge_id":"ch-1","amount":2500,"replay":false}`,
 	`{"key":"k-1","status":202,"order":"o-1","replayed":true}`,
 	`{"status":"APPROVED","idempotency_key":"k","customer":"c","items":[{"sku":"a","qty":2}],"card":"4242","total":5,"trail":["created","approved"]}`,
-	`{"seq":1,}`,                    // trailing comma: encoding/json refuses it
-	`{"seq":1 "offset":2}`,          // missing comma
-	`{,"seq":1}`,                    // leading comma
-	`{"seq":01}`,                    // leading zero
-	`{"seq":1} trailing`,            // data after the object
-	`{"payload":tru}`,               // a skipped member must still be JSON
-	`{"other":[}`,                   // mismatched brackets in a skipped value
-	"{\"topic\":\"\xff\xfe\"}",      // invalid UTF-8: encoding/json makes U+FFFD
-	"{\"topic\":\"a\tb\"}",          // raw control character
-	`{"topic":"a\"b","key":"o\\1"}`, // escapes
-	`{"key":"\\\\"}`,
-	`{"published":true,"published":null}`, // null keeps the earlier value
-	`{"Topic":"upper","ſeq":2}`,           // case-insensitive and Unicode-folded keys
-	`{"trail":5,"status":"APPROVED"}`,     // a skipped field of the wrong type
+	`{"topic":"a\"b","key":"o\\1"}`,
 	`{"items":[{"sku":"a","qty":2.5}]}`,
 	`{"partition":3000000000}`,
 	`{"seq":-0,"offset":1e2}`,

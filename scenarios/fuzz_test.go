@@ -22,7 +22,7 @@ var fuzzCatalog = Catalog{
 // FuzzParseSpec: a scenario file is untrusted input. ParseSpec never
 // panics; what it accepts survives a round trip through JSON unchanged; and
 // a small accepted spec generates a scenario without panicking, within its
-// own ranges.
+// own ranges. Regression cases: testdata/fuzz/FuzzParseSpec/.
 func FuzzParseSpec(f *testing.F) {
 	for _, n := range Names() {
 		b, err := namedFS.ReadFile("named/" + n + ".json")
@@ -32,8 +32,6 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add(b, uint64(1))
 	}
 	f.Add([]byte(`{"name":"x","orders":{"min":1,"max":1},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"stock":{"min":0,"max":0},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"gap_ms":{"min":0,"max":0},"relays":{"min":1,"max":1},"faults":{"count":{"min":0,"max":0},"duration_ms":{"min":0,"max":0}},"limits":{"time_limit":"1s","quiesce":"1s","client_timeout":"1s"}}`), uint64(7))
-	f.Add([]byte(`{"name":"x","orders":{"min":1,"max":2000000000},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"stock":{"min":0,"max":0},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"gap_ms":{"min":0,"max":0},"relays":{"min":1,"max":1},"faults":{"count":{"min":0,"max":0},"duration_ms":{"min":0,"max":0}},"limits":{"time_limit":"1s","quiesce":"1s","client_timeout":"1s"}}`), uint64(1))
-	f.Add([]byte(`{"name":"x"} {"name":"y"}`), uint64(1))
 	f.Fuzz(func(t *testing.T, b []byte, seed uint64) {
 		s, err := ParseSpec("fuzz.json", b)
 		if err != nil {

@@ -22,8 +22,6 @@ func FuzzParseManifest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte(`{"name":"t","processes":[{"name":"a","command":["x"],"replicas":3}],"api":{"process":"a"}}`))
-	f.Add([]byte(`{"name":"t","processes":[{"name":"a","command":["x"]}],"api":{"process":"a"}} trailing`))
-	f.Add([]byte(`{"name":"t","processes":[{"name":"a","command":["x"],"replicas":2000000000}],"api":{"process":"a"}}`))
 	f.Add([]byte(`{"name":"t","databases":["d"],"processes":[{"name":"a","command":["x"]}],"api":{"process":"a"},"observe":{"stock":{"db":"d","sql":"select 1"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := ParseManifest(b)
