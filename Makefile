@@ -42,9 +42,14 @@ scenarios:
 soak:
 	$(GO) run ./cmd/sagachaos run --target reference --scenario everything --seeds 1-50 --out runs/soak
 
-## fuzz: fuzz the history reader for a minute
+## fuzz: every parser of untrusted input, $(FUZZTIME) each (a finding lands in its package's testdata/fuzz/ and then runs in every `go test`)
+FUZZTIME ?= 60s
+FUZZ_TARGETS = models:FuzzReadHistory checkers:FuzzFastDecode scenarios:FuzzParseSpec targets:FuzzParseManifest \
+	reports:FuzzParseVerdict reports:FuzzCheckRender
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzReadHistory -fuzztime 60s ./models/
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$fn (./$$pkg)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./$$pkg/ || exit 1; \
+	done
 
 clean:
 	rm -rf runs
