@@ -283,10 +283,26 @@ func defaultFailRoot(dir string) string {
 	return filepath.Join(base, "sagachaos", "rapid", filepath.Base(dir)+"-"+hex.EncodeToString(sum[:6]))
 }
 
-var (
-	rapidFlagMu  sync.Mutex
-	rapidUserSet map[string]bool // flags the user set, seen before Check set any
-)
+var rapidFlagMu sync.Mutex
+
+// userSet reports whether the user chose a rapid knob: on the test binary's
+// command line or in the environment variable rapid reads. (flag.Visit
+// cannot tell: it also reports what other code set with flag.Set.)
+func userSet(name, envName string) bool {
+	if _, ok := os.LookupEnv(envName); ok {
+		return true
+	}
+	for _, a := range os.Args[1:] {
+		if a == "--" {
+			break
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
 
 // setRapidFlags gives rapid Check's budget unless the user set a knob, and
 // makes a relative -rapid.failfile absolute (the working directory is about
@@ -294,15 +310,6 @@ var (
 func setRapidFlags(c checkConfig, short bool, wd string) (restore func(), err error) {
 	rapidFlagMu.Lock()
 	defer rapidFlagMu.Unlock()
-	if rapidUserSet == nil {
-		rapidUserSet = map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { rapidUserSet[f.Name] = true })
-		for name, envName := range map[string]string{"rapid.checks": "RAPID_CHECKS", "rapid.shrinktime": "RAPID_SHRINKTIME", "rapid.failfile": "RAPID_FAILFILE"} {
-			if _, ok := os.LookupEnv(envName); ok {
-				rapidUserSet[name] = true
-			}
-		}
-	}
 	checks := c.runs
 	if short {
 		checks *= 5 // rapid runs checks/5 under -short
@@ -317,7 +324,7 @@ func setRapidFlags(c checkConfig, short bool, wd string) (restore func(), err er
 		if f == nil {
 			return func() {}, fmt.Errorf("rapid flag -%s is not registered", name)
 		}
-		if rapidUserSet[name] && name != "rapid.failfile" {
+		if name != "rapid.failfile" && userSet(name, rapidEnv[name]) {
 			continue
 		}
 		old[name] = f.Value.String()
@@ -333,6 +340,9 @@ func setRapidFlags(c checkConfig, short bool, wd string) (restore func(), err er
 		}
 	}, nil
 }
+
+// rapidEnv names the environment variable rapid reads for a flag's default.
+var rapidEnv = map[string]string{"rapid.checks": "RAPID_CHECKS", "rapid.shrinktime": "RAPID_SHRINKTIME"}
 
 // failFiles lists the fail files rapid keeps in dir.
 func failFiles(dir string) []string {
