@@ -192,7 +192,7 @@ func TestRunReproCheckReport(t *testing.T) {
 		}
 	}
 	if total == 0 || matched != total {
-		t.Fatalf("repro fidelity %d/%d, want every fault journal entry matched\n%s", matched, total, r.stdout)
+		t.Fatalf("repro fidelity %d/%d, want every fault to take the same effect\n%s", matched, total, r.stdout)
 	}
 	runs, _ = filepath.Glob(filepath.Join(out, "*-repro"))
 	if len(runs) != 1 {

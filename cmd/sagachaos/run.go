@@ -242,11 +242,13 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	code := runOne(ctx, o, stdout, stderr)
 	if orig, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl")); err == nil {
 		if again, err := models.ReadHistoryFile(filepath.Join(o.RunDir, "history.jsonl")); err == nil {
-			a, b := nemesis.FaultJournal(orig), nemesis.FaultJournal(again)
-			matched, missing := nemesis.Fidelity(a, b)
-			fmt.Fprintf(stdout, "replay fidelity: %d/%d fault journal entries matched\n", matched, len(a))
-			for _, e := range missing {
-				fmt.Fprintf(stdout, "  not matched: %s\n", e)
+			f := nemesis.Compare(nemesis.FaultJournal(orig), nemesis.FaultJournal(again))
+			fmt.Fprintln(stdout, f.Line())
+			for _, d := range f.Differ {
+				fmt.Fprintf(stdout, "  differs: %s\n", d)
+			}
+			for _, n := range f.NeverFired {
+				fmt.Fprintf(stdout, "  %s\n", n)
 			}
 		}
 	}
