@@ -13,6 +13,7 @@ import (
 	"github.com/sagachaos/sagachaos/harness/nemesis"
 	"github.com/sagachaos/sagachaos/harness/observe"
 	"github.com/sagachaos/sagachaos/harness/runstore"
+	"github.com/sagachaos/sagachaos/harness/supervisor"
 	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/harness/workload"
 	"github.com/sagachaos/sagachaos/harness/world"
@@ -104,6 +105,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	l.cleanup(supervisor.OnAbort(func() { _ = e.Close() }))
 	l.cleanup(func() { _ = e.Close() })
 	w, err := world.Start(ctx, l.rec)
 	if err != nil {

@@ -102,7 +102,10 @@ func assertNothingLeft(t *testing.T, runDir string) {
 	}
 	// A throwaway data directory whose harness (its pid is in the name) is
 	// dead must be gone.
+	// (They live under /dev/shm when it is a tmpfs, else the temp dir.)
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "sagachaos-pg-*"))
+	shm, _ := filepath.Glob("/dev/shm/sagachaos-pg-*")
+	matches = append(matches, shm...)
 	for _, m := range matches {
 		pid := 0
 		fmt.Sscanf(filepath.Base(m), "sagachaos-pg-%d-", &pid)
@@ -246,7 +249,9 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 		t.Fatal("no target process found while the run is in its workload: the leftover check would prove nothing")
 	}
 	cmd.Process.Signal(os.Interrupt)
+	interrupted := time.Now()
 	err := cmd.Wait()
+	t.Logf("exited %v after Ctrl-C", time.Since(interrupted).Round(time.Millisecond))
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("exit %v, want 2\n%s", err, stderr.String())

@@ -10,9 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
+
+	"github.com/sagachaos/sagachaos/harness/supervisor"
 )
 
 const usage = `sagachaos — chaos and correctness testing for sagas and transactional outboxes
@@ -53,7 +53,10 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A first Ctrl-C stops the run (its faults undone within a couple of
+	// seconds, nothing left behind, a run directory that says so); a second
+	// one ends the harness at once.
+	ctx, stop := supervisor.NotifyContext(context.Background())
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

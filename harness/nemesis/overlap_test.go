@@ -365,3 +365,50 @@ func TestFailedRewindStartsTheComponentAgain(t *testing.T) {
 		t.Fatalf("end %+v does not say the rewind failed", end)
 	}
 }
+
+type stalledRewinder struct{ saw chan error }
+
+func (r stalledRewinder) Rewind(ctx context.Context, _ []string) (string, error) {
+	<-ctx.Done()
+	r.saw <- ctx.Err()
+	return "", ctx.Err()
+}
+
+// TestUndoGivesUpAfterInterrupt: an undo that stalls (a rewind waiting for
+// a group that never empties) is cancelled shortly after the run is
+// interrupted, and the nemesis returns instead of holding the exit.
+func TestUndoGivesUpAfterInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	tg := &fakeTarget{}
+	rec, _ := models.NewRecorder(nil, models.Header{})
+	rw := stalledRewinder{saw: make(chan error, 1)}
+	n := &Nemesis{Rec: rec, Target: tg, Rewinder: rw}
+	done := make(chan struct{})
+	go func() {
+		n.Run(ctx, []scenarios.Fault{{ID: "f1", Kind: "rewind", Target: "payment"}}, func(int) <-chan struct{} {
+			c := make(chan struct{})
+			close(c)
+			return c
+		}, make(chan struct{}), make(chan struct{}))
+		close(done)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); len(rec.Ops()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the rewind never started")
+		}
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the nemesis still waits on a stalled undo 30s after the interrupt")
+	}
+	t.Logf("the nemesis returned %v after the interrupt (undo grace %v)", time.Since(start).Round(time.Millisecond), undoGrace)
+	if err := <-rw.saw; err == nil {
+		t.Fatal("the rewind's context was not cancelled")
+	}
+	if got := strings.Join(tg.calls, ";"); got != "stop payment;start payment" {
+		t.Errorf("component calls %q: the undo must still start what it stopped", got)
+	}
+}

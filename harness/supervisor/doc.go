@@ -12,12 +12,13 @@
 //
 // Three layers, from the most to the least cooperative exit:
 //
-//  1. Normal exit, error return, Ctrl-C: the harness calls KillAll (defer it;
-//     InstallSignalHandlers does it on SIGINT/SIGTERM and then cancels the
-//     run's context so the caller can still write its report).
-//  2. Panic in the goroutine that deferred Guard: Guard kills everything and
-//     re-panics.
-//  3. Anything else (SIGKILL of the harness, a panic in another goroutine,
+//  1. Normal exit, error return, Ctrl-C: the harness calls KillAll (defer
+//     it). NotifyContext is the one signal handler: a first SIGINT/SIGTERM
+//     cancels the run's context, so the run undoes its faults, kills its
+//     processes and still writes its report; a second one runs the abort
+//     hooks (OnAbort: the harness registers KillAll and the environment's
+//     teardown) and exits at once. A panic runs the deferred KillAll too.
+//  2. Anything else (SIGKILL of the harness, a panic in another goroutine,
 //     os.Exit, an OOM kill): every direct child was started with Pdeathsig
 //     SIGKILL, from one OS thread that is locked for the life of the
 //     process (Pdeathsig fires when the *thread* that forked exits, not the

@@ -8,14 +8,16 @@ import (
 	"github.com/sagachaos/sagachaos/harness/supervisor"
 )
 
-// The pattern a harness uses: kill everything on return, on panic and on
-// Ctrl-C; the watchdog and Pdeathsig cover a harness that is SIGKILLed.
+// The pattern a harness uses: kill everything on return (deferred calls
+// also run on a panic), let a first Ctrl-C cancel the run and a second one
+// end it at once through the abort hooks; the watchdog and Pdeathsig cover
+// a harness that is SIGKILLed.
 func Example() {
+	ctx, stop := supervisor.NotifyContext(context.Background())
+	defer stop()
 	sup := supervisor.New(slog.Default())
 	defer sup.KillAll()
-	defer sup.Guard()
-	ctx, stop := sup.InstallSignalHandlers(context.Background())
-	defer stop()
+	defer supervisor.OnAbort(func() { _ = sup.KillAll() })()
 
 	p, err := sup.Start(ctx, supervisor.Spec{
 		Name:      "relay-1",

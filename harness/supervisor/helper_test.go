@@ -94,8 +94,12 @@ func helperHarness(signals bool) {
 	ctx := context.Background()
 	var stop func()
 	if signals {
-		ctx, stop = sup.InstallSignalHandlers(ctx)
+		ctx, stop = NotifyContext(ctx)
 		defer stop()
+		defer OnAbort(func() {
+			_ = sup.KillAll()
+			writeFileAtomic(filepath.Join(dir, "aborted"), "yes")
+		})()
 	}
 	must := func(p *Proc, err error) *Proc {
 		if err != nil {
@@ -124,7 +128,8 @@ func helperHarness(signals bool) {
 	}
 	<-ctx.Done()
 	fmt.Println(context.Cause(ctx))
-	os.Exit(0)
+	// A cleanup that hangs: only a second signal ends the harness now.
+	select {}
 }
 
 // atoiFile waits for a helper to write a number to path.

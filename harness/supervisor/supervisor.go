@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 )
 
 // Supervisor owns a set of target processes.
@@ -100,68 +97,6 @@ func (s *Supervisor) KillAll() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Guard is meant to be deferred right after New, in the goroutine that runs
-// the harness:
-//
-//	sup := supervisor.New(log)
-//	defer sup.KillAll()
-//	defer sup.Guard()
-//
-// On a panic it kills every process and panics again with the same value, so
-// the crash is still reported. Without a panic it does nothing. (A panic in
-// another goroutine ends the process without running defers; the watchdog
-// and Pdeathsig cover that case.)
-func (s *Supervisor) Guard() {
-	if r := recover(); r != nil {
-		s.log.Error("panic: killing all target processes", "panic", r)
-		s.KillAll()
-		panic(r)
-	}
-}
-
-// InterruptedError is the cause of the context InstallSignalHandlers returns
-// when a signal arrived.
-type InterruptedError struct{ Signal os.Signal }
-
-func (e *InterruptedError) Error() string { return "interrupted by signal: " + e.Signal.String() }
-
-// InstallSignalHandlers catches SIGINT and SIGTERM: on the first one it kills
-// every process (KillAll), then cancels the returned context with an
-// *InterruptedError cause (context.Cause), so the caller can record the
-// interruption and write its report. After the first signal the default
-// behaviour is restored: a second Ctrl-C ends the harness at once (the
-// watchdog still cleans up). stop releases the handler and cancels the
-// context, like signal.NotifyContext.
-func (s *Supervisor) InstallSignalHandlers(parent context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-		})
-		cancel(context.Canceled)
-	}
-	go func() {
-		select {
-		case sig := <-ch:
-			signal.Stop(ch)
-			s.log.Warn("signal: killing all target processes", "signal", sig.String())
-			if err := s.KillAll(); err != nil {
-				s.log.Error("kill all after signal", "err", err)
-			}
-			cancel(&InterruptedError{Signal: sig})
-		case <-done:
-		case <-ctx.Done():
-			signal.Stop(ch)
-		}
-	}()
-	return ctx, stop
 }
 
 // watchdogFor returns the running watchdog, starting one if needed.

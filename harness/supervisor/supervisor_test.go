@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -417,9 +418,11 @@ func TestHarnessSIGKILLTakesEveryoneWithIt(t *testing.T) {
 	reapOrphans(append([]int{rep.Watchdog, rep.Grandchild}, rep.Children...)...)
 }
 
-// SIGTERM to a harness with InstallSignalHandlers: children are killed
-// first, then the run's context is cancelled with the signal as the cause.
-func TestSignalHandlerKillsAllThenCancels(t *testing.T) {
+// The first SIGTERM cancels the run's context with the signal as its
+// cause and kills nothing by itself; a second one ends a harness whose
+// cleanup hangs at once (exit 143), after the abort hooks killed every
+// child.
+func TestSecondSignalEndsAtOnce(t *testing.T) {
 	cmd, br, rep := startHelperHarness(t, "signal")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -428,39 +431,32 @@ func TestSignalHandlerKillsAllThenCancels(t *testing.T) {
 	if strings.TrimSpace(line) != "interrupted by signal: terminated" {
 		t.Fatalf("helper said %q, want the interruption cause", line)
 	}
-	// The helper prints the cause only after KillAll returned: everything
-	// is already dead, no waiting needed for the children.
 	for _, pid := range rep.Children {
-		if !gone(pid) {
-			t.Fatalf("child %d alive after the context was cancelled", pid)
+		if gone(pid) {
+			t.Fatalf("child %d killed by the first signal: the run's own cleanup does that", pid)
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("helper exit: %v", err)
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("helper exit %v, want 143", err)
+	}
+	t.Logf("exited %v after the second signal", time.Since(start).Round(time.Millisecond))
+	var dir string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "WORK_DIR="); ok {
+			dir = v
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aborted")); err != nil {
+		t.Errorf("the abort hook did not run: %v", err)
 	}
 	assertAllGone(t, rep)
 	reapOrphans(rep.Grandchild)
-}
-
-// Guard kills everything on a panic and re-panics with the same value.
-func TestGuard(t *testing.T) {
-	sup := newSup(t)
-	p, err := sup.Start(context.Background(), Spec{Name: "s", Command: []string{"sleep", "1000"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got any
-	func() {
-		defer func() { got = recover() }()
-		defer sup.Guard()
-		panic("boom")
-	}()
-	if got != "boom" {
-		t.Fatalf("re-panic value %v", got)
-	}
-	if p.Alive() {
-		t.Fatal("process alive after a guarded panic")
-	}
 }
 
 // A process can run as another user (how the environment runs PostgreSQL

@@ -103,7 +103,10 @@ type Target struct {
 
 	// done is closed by Close: crash restarts waiting out a backoff give up.
 	done chan struct{}
-	wg   sync.WaitGroup
+	// unabort unregisters the abort hook that kills every process on a
+	// second Ctrl-C.
+	unabort func()
+	wg      sync.WaitGroup
 
 	mu        sync.Mutex
 	instances map[string]*instance
@@ -136,6 +139,7 @@ func Start(ctx context.Context, cfg Config, sc scenarios.Scenario) (*Target, err
 		t.healthTimeout = DefaultHealthTimeout
 	}
 	t.fp = newFailpointLog(cfg.FailpointLog, t.onFailpointLine)
+	t.unabort = supervisor.OnAbort(func() { _ = t.sup.KillAll() })
 	if err := t.start(ctx, sc); err != nil {
 		t.Close()
 		return nil, err
@@ -672,6 +676,7 @@ func (t *Target) Close() {
 	_ = t.sup.KillAll()
 	t.wg.Wait()
 	t.fp.stop()
+	t.unabort()
 }
 
 // APIAddr is the host:port of the workload API, directly (not through the
