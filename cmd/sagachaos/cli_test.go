@@ -324,4 +324,11 @@ func TestShrinkMinimises(t *testing.T) {
 	if runs == 0 {
 		t.Fatalf("no confirmation runs reported\n%s", r.stdout)
 	}
+	// The line that replays the minimal case runs exactly that case.
+	if lines := linesAfter(r.stdout, "replay it:"); len(lines) == 1 {
+		dir := strings.TrimPrefix(lines[0], "sagachaos repro ")
+		sameScenario(t, lines[0], dir, replay(t, lines[0], filepath.Join(out, "replay")))
+	} else {
+		t.Fatalf("replay lines %q\n%s", lines, r.stdout)
+	}
 }
