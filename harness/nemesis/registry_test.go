@@ -50,7 +50,7 @@ func TestEveryKindHasAllItsParts(t *testing.T) {
 	n := &Nemesis{Rec: rec, Env: e, Target: tg, Gateway: &fakeGateway{}, Rewinder: rw}
 
 	names := faults.Names()
-	if len(names) < 14 {
+	if len(names) < 15 {
 		t.Fatalf("only %d kinds registered: %v", len(names), names)
 	}
 	var plan []scenarios.Fault
