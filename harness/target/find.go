@@ -33,10 +33,14 @@ func Find(nameOrPath string) (*targets.Manifest, error) {
 // ManifestPath is the absolute path of the manifest m was read from ("" for
 // a manifest that was not read from a file).
 func ManifestPath(m *targets.Manifest) string {
-	if m.Dir == "" {
+	path := m.Path
+	if path == "" && m.Dir != "" {
+		path = filepath.Join(m.Dir, "manifest.json")
+	}
+	if path == "" {
 		return ""
 	}
-	p, err := filepath.Abs(filepath.Join(m.Dir, "manifest.json"))
+	p, err := filepath.Abs(path)
 	if err != nil {
 		return ""
 	}
