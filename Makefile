@@ -5,15 +5,21 @@ SEEDS    ?= 1-3
 SCENARIO ?= everything
 SEED     ?= 1
 
-.PHONY: run test test-short bench lint selftest scenarios soak fuzz rss clean
+.PHONY: run test race test-short bench lint selftest scenarios soak fuzz rss clean
 
 ## run: one chaos run of the reference target on the embedded defaults
 run:
 	$(GO) run ./cmd/sagachaos run --target reference --scenario $(SCENARIO) --seed $(SEED)
 
-## test: the whole test suite, as CI runs it
+## test: the whole test suite, then the race detector on the quick path, as CI runs it
 test:
 	$(GO) test -count=1 -timeout 25m ./...
+	$(MAKE) race
+
+## race: the short tests of every package that starts goroutines, under the race detector
+RACE_PKGS ?= ./harness/... ./scenarios/... ./models/...
+race:
+	$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)
 
 ## test-short: the quick path for a laptop
 test-short:
