@@ -33,13 +33,17 @@ export function apiError(status: number, code: string, error: string): Res {
   return { status, body: { code, error } };
 }
 
-/** Routes are matched in order; a pattern segment ":x" captures one path segment. */
+/**
+ * Routes are matched in order; a pattern segment ":x" captures one path
+ * segment. The array is read per request: a process binds its port first and
+ * adds its routes once its schema is in place (until then, 404 and an
+ * unready /healthz).
+ */
 export function newServer(routes: Array<[string, string, Route]>, ready: () => boolean): Server {
-  const compiled = routes.map(([method, pattern, fn]) => {
-    const re = new RegExp('^' + pattern.replace(/:[a-z]+/g, '([^/]+)') + '$');
-    return { method, re, fn };
-  });
+  const compile = () =>
+    routes.map(([method, pattern, fn]) => ({ method, re: new RegExp('^' + pattern.replace(/:[a-z]+/g, '([^/]+)') + '$'), fn }));
   return createServer((req: IncomingMessage, res: ServerResponse) => {
+    const compiled = compile();
     const url = new URL(req.url ?? '/', 'http://x');
     const send = (r: Res) => {
       const payload = typeof r.body === 'string' ? r.body : JSON.stringify(r.body);
