@@ -117,7 +117,7 @@ export async function runConsumer(cfg: ConsumerConfig): Promise<void> {
 
 /** One kafkajs consumer's life; resolves with why it ended. */
 async function runIncarnation(cfg: ConsumerConfig): Promise<string> {
-  const session = cfg.sessionTimeoutMs ?? 3000;
+  const session = cfg.sessionTimeoutMs ?? 1500;
   const consumer: Consumer = cfg.kafka.consumer({
     groupId: cfg.group,
     sessionTimeout: session,

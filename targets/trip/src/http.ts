@@ -66,6 +66,12 @@ export function newServer(routes: Array<[string, string, Route]>, ready: () => b
         req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
         req.on('error', reject);
       });
+    if (!ready()) {
+      // Bound but still starting: "try again", never "no such route", so a
+      // client retries instead of giving up on its trip.
+      send(apiError(503, 'unavailable', 'starting'));
+      return;
+    }
     for (const r of compiled) {
       if (r.method !== req.method) continue;
       const m = r.re.exec(url.pathname);

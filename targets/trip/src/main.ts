@@ -152,7 +152,7 @@ async function run(service: ServiceName, instance: string, log: Logger, signal: 
     }
   }
   ready = true;
-  log.info('ready', { service });
+  log.info('ready', { service, startup_ms: Math.round(process.uptime() * 1000) });
   await Promise.all(tasks);
   server.close();
   await Promise.all(pools.map((p) => p.end().catch(() => undefined)));

@@ -181,6 +181,22 @@ export function checkOutboxAndLog(rows: OutboxRow[], log: LogRecord[]): Violatio
       }
     }
   }
+  // Hanging, judged from one source's commit order (its seq): a booking
+  // announced after its own cancellation was announced.
+  const pairs: Record<string, string> = { FlightBooked: 'FlightCancelled', HotelBooked: 'HotelCancelled' };
+  const firstSeq = new Map<string, number>();
+  for (const r of rows) {
+    const k = `${r.db}|${r.aggregate_id}|${r.type}`;
+    const seq = Number(r.seq);
+    if (!firstSeq.has(k) || seq < firstSeq.get(k)!) firstSeq.set(k, seq);
+  }
+  for (const r of rows) {
+    const comp = pairs[r.type];
+    if (comp === undefined) continue;
+    const f = firstSeq.get(`${r.db}|${r.aggregate_id}|${r.type}`)!;
+    const c = firstSeq.get(`${r.db}|${r.aggregate_id}|${comp}`);
+    if (c !== undefined && f > c && Number(r.seq) === f) out.push({ checker: 'compensation-order', trip: r.aggregate_id, what: `${r.db} committed ${r.type} (seq ${f}) after ${comp} (seq ${c})` });
+  }
   for (const [k, ps] of partitionsOf) if (ps.size > 1) out.push({ checker: 'per-aggregate-order', trip: k.split('|')[1]!, what: `events of one trip in ${ps.size} partitions` });
   return out;
 }

@@ -113,7 +113,7 @@ export class Cluster {
     p.on('exit', (code, signal) => {
       if (this.stopping) return;
       r.crashes++;
-      out.write(`--- exited code=${code} signal=${signal}; restarting\n`);
+      out.write(`--- ${new Date().toISOString()} exited code=${code} signal=${signal}; restarting\n`);
       // What the harness's heal does: start the instance again.
       setTimeout(() => !this.stopping && this.spawn(r), 300);
     });

@@ -35,6 +35,8 @@ export interface ScenarioResult {
   dir: string;
   placed: number;
   statuses: Record<string, number>;
+  /** How many trips took each path (their trails). */
+  paths: Record<string, number>;
   placeMs: number;
   settleMs: number;
   tripsPerSecond: number;
@@ -82,6 +84,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     ];
     const statuses: Record<string, number> = {};
     for (const t of settled.trips) statuses[t.status] = (statuses[t.status] ?? 0) + 1;
+    const paths: Record<string, number> = {};
+    for (const t of settled.trips) paths[t.trail.join(' ')] = (paths[t.trail.join(' ')] ?? 0) + 1;
     const fpLines = existsSync(cluster.fpLog) ? readFileSync(cluster.fpLog, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { instance: string; failpoint: string; hit: number; action?: string }) : [];
     const totalMs = w.ms + settled.ms;
     return {
@@ -89,6 +93,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       dir,
       placed: w.placed.length,
       statuses,
+      paths,
       placeMs: w.ms,
       settleMs: settled.ms,
       tripsPerSecond: Math.round((w.placed.length / (totalMs / 1000)) * 10) / 10,
