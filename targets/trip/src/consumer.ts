@@ -117,7 +117,10 @@ export async function runConsumer(cfg: ConsumerConfig): Promise<void> {
 
 /** One kafkajs consumer's life; resolves with why it ended. */
 async function runIncarnation(cfg: ConsumerConfig): Promise<string> {
-  const session = cfg.sessionTimeoutMs ?? 1500;
+  // kafkajs heartbeats only from its fetch loop (between batches and when a
+  // handler calls heartbeat()), so a loaded machine needs slack here; it is
+  // also how long a restarted incarnation waits for its corpse's session.
+  const session = cfg.sessionTimeoutMs ?? 3000;
   const consumer: Consumer = cfg.kafka.consumer({
     groupId: cfg.group,
     sessionTimeout: session,

@@ -39,6 +39,14 @@ export function newPool(url: string, max: number, log: Logger): Pool {
 export async function withTx<T>(pool: Pool, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client's connection can fail between queries (the server
+  // ended it: idle_in_transaction_session_timeout, a restart). pg emits
+  // that as 'error' on the client, and an 'error' nobody listens to kills
+  // the process; here it only marks the client broken.
+  const onError = (e: Error) => {
+    broken = e;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const out = await fn(client);
@@ -52,6 +60,7 @@ export async function withTx<T>(pool: Pool, fn: (tx: Tx) => Promise<T>): Promise
     }
     throw e;
   } finally {
+    client.off('error', onError);
     client.release(broken);
   }
 }
@@ -61,19 +70,23 @@ export async function migrate(pool: Pool, schema: string, log: Logger): Promise<
   let last: unknown;
   for (let attempt = 0; attempt < 100; attempt++) {
     let client: PoolClient | undefined;
+    const onError = (e: Error) => log.warn('schema connection failed', { err: errMsg(e) });
     try {
       client = await pool.connect();
+      client.on('error', onError);
       await client.query('SELECT pg_advisory_lock(7700418)');
       try {
         await client.query(schema);
       } finally {
         await client.query('SELECT pg_advisory_unlock(7700418)');
       }
+      client.off('error', onError);
       client.release();
       return;
     } catch (e) {
       last = e;
       // A session lock we could not release dies with its connection.
+      client?.off('error', onError);
       client?.release(e instanceof Error ? e : new Error(String(e)));
       if (attempt % 10 === 0) log.warn('apply schema, will retry', { attempt: attempt + 1, err: errMsg(e) });
       await sleep(100);

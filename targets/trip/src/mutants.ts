@@ -5,7 +5,7 @@
 
 export const mutants = {
   'double-compensation':
-    'flights compensates on every failure event it sees (PaymentDeclined as well as HotelCancelled), each cancellation keyed by the event that triggered it, without looking at the booking: one declined payment cancels the flight twice, the first time before the hotel',
+    'flights compensates on every failure event it sees (PaymentDeclined and PaymentCancelled as well as HotelCancelled), each cancellation keyed by the event that triggered it, without looking at the booking: one declined payment cancels the flight twice, the first time before the hotel',
   'no-inbox':
     'flights trusts exactly-once delivery: no inbox, and every TripRequested it receives is a new booking with its own booking reference, so a redelivered request books a second flight',
   'refund-after-pivot':

@@ -109,7 +109,10 @@ export class BookingService {
   /** The event types this service's consumer applies. */
   types(): Set<string> {
     const t = new Set<string>([this.step.trigger, ...this.step.compensateOn]);
-    if (this.step.service === 'flights' && isMutant('double-compensation')) t.add(Ev.PaymentDeclined);
+    if (this.step.service === 'flights' && isMutant('double-compensation')) {
+      t.add(Ev.PaymentDeclined);
+      t.add(Ev.PaymentCancelled);
+    }
     return t;
   }
 

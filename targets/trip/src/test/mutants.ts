@@ -14,7 +14,7 @@ interface Case {
 export const cases: Case[] = [
   // Declined cards: hotels cancels, and flights (the bug) cancels on the
   // decline too, and again on HotelCancelled.
-  { mutant: 'double-compensation', expect: ['no-double-effect', 'compensation-order'], scenario: { trips: 30, clients: 3, seed: 11, declineRate: 0.3, ambiguousRate: 0 } },
+  { mutant: 'double-compensation', expect: ['no-double-effect', 'compensation-order'], scenario: { trips: 30, clients: 3, seed: 11, declineRate: 0.3, ambiguousRate: 0, stepTimeout: '10s' } },
   // flights crashes after committing an applied request and before its
   // offset commit: the restarted consumer receives it again.
   { mutant: 'no-inbox', expect: ['no-double-effect'], scenario: { trips: 30, clients: 3, seed: 12, failpoints: { flights: 'flights.after-commit=crash@4' } } },
@@ -25,7 +25,9 @@ export const cases: Case[] = [
   // hotels before the trip's FlightBooked.
   { mutant: 'cross-topic-order', expect: ['compensation-order'], scenario: { trips: 20, clients: 2, seed: 14, declineRate: 0, ambiguousRate: 0, stepTimeout: '1500ms', failpoints: { flights: 'flights.after-book=sleep(3s)@2' } } },
   // One relay stalls holding a batch; the other publishes the same trips' later rows.
-  { mutant: 'unordered-relay', expect: ['per-aggregate-order'], scenario: { trips: 40, clients: 4, seed: 15, failpoints: { 'relay-1': 'relay.after-select=sleep(2s)@3', 'relay-2': 'relay.after-select=sleep(2s)@5' } } },
+  // (longer than the step timeout: trips writes TripTimedOut while its
+  // TripRequested is still held, and the other relay takes it).
+  { mutant: 'unordered-relay', expect: ['per-aggregate-order'], scenario: { trips: 40, clients: 4, seed: 15, stepTimeout: '1500ms', failpoints: { 'relay-1': 'relay.after-select=sleep(4s)@2', 'relay-2': 'relay.after-select=sleep(4s)@6' } } },
   // The relay crashes between its committed mark and the produce.
   { mutant: 'mark-before-ack', expect: ['no-lost-event'], scenario: { trips: 30, clients: 3, seed: 16, failpoints: { 'relay-1': 'relay.after-publish=crash@3', 'relay-2': 'relay.after-publish=crash@4' } } },
   // Ambiguous charge answers, retried without a key.
