@@ -84,3 +84,18 @@ test('random SIGKILLs of every component while the workload runs', { timeout: 30
     kill: ['trips', 'flights', 'hotels', 'payments', 'tickets', 'relay-1', 'relay-2'],
   });
 });
+
+test('kfake group corpse: the consumer recovers partitions held by a predecessor killed in JoinGroup', { timeout: 400_000 }, async () => {
+  const { trial } = await import('./kfake-corpse');
+  const { startInfra } = await import('./infra');
+  const infra = await startInfra('corpse');
+  try {
+    for (let n = 0; n < 3; n++) {
+      const r = await trial(infra.kafka, n, 'reaper');
+      console.log(JSON.stringify({ trial: n, ...r }));
+      assert.equal(r.received, r.want, `trial ${n}: every partition consumed`);
+    }
+  } finally {
+    await infra.close();
+  }
+});
