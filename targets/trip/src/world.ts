@@ -31,9 +31,13 @@ export class Provider {
    * POSTs body to path once. Resolves with a definite outcome (2xx; 402
    * declined; another 4xx except 408/409/429, a request the provider will
    * never accept) or throws AmbiguousOutcome. key "" sends no
-   * Idempotency-Key (only planted bugs do that).
+   * Idempotency-Key (only planted bugs do that). attempt is how many tries
+   * of this call were ambiguous before: each doubles the timeout (up to 8×),
+   * so a provider that is merely slower than CALL_TIMEOUT is still waited
+   * for in the end, instead of being given up on forever.
    */
-  async call(path: string, key: string, body: Record<string, unknown>): Promise<Outcome> {
+  async call(path: string, key: string, body: Record<string, unknown>, attempt = 0): Promise<Outcome> {
+    const timeoutMs = this.timeoutMs * 2 ** Math.min(attempt, 3);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (key !== '') headers['idempotency-key'] = key;
     let res: Response;
@@ -43,7 +47,7 @@ export class Provider {
         headers,
         body: JSON.stringify(body),
         // The no-step-timeout planted bug waits for an answer forever.
-        ...(isMutant('no-step-timeout') ? {} : { signal: AbortSignal.timeout(this.timeoutMs) }),
+        ...(isMutant('no-step-timeout') ? {} : { signal: AbortSignal.timeout(timeoutMs) }),
       });
     } catch (e) {
       throw new AmbiguousOutcome(`${this.base}${path} (key ${key}): ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}`);

@@ -222,7 +222,7 @@ export class BookingService {
     if (row.state === 'BOOKING') {
       let out;
       try {
-        out = await this.provider.call('/book', row.booking_ref, this.step.bookBody(row.payload));
+        out = await this.provider.call('/book', row.booking_ref, this.step.bookBody(row.payload), row.attempts);
       } catch (e) {
         await retryLater(e instanceof Error ? e.message : String(e));
         return true;
@@ -246,7 +246,7 @@ export class BookingService {
     // CANCELLING: a compensation, retried until the provider confirms it.
     let out;
     try {
-      out = await this.provider.call('/cancel', `cancel-${row.booking_ref}`, { trip_id: trip, booking_id: row.provider_id ?? '' });
+      out = await this.provider.call('/cancel', `cancel-${row.booking_ref}`, { trip_id: trip, booking_id: row.provider_id ?? '' }, row.attempts);
     } catch (e) {
       await retryLater(e instanceof Error ? e.message : String(e));
       return true;

@@ -113,12 +113,12 @@ export class PaymentsService {
     let out;
     try {
       if (row.state === 'REFUNDING') {
-        out = await this.provider.call('/refunds', `refund:${trip}`, { trip_id: trip, charge_id: row.charge_id, amount: Number(row.amount) });
+        out = await this.provider.call('/refunds', `refund:${trip}`, { trip_id: trip, charge_id: row.charge_id, amount: Number(row.amount) }, row.attempts);
       } else {
         // The charge's key is the trip's: a retry after an ambiguous answer
         // is settled by the provider, never charged twice.
         const key = isMutant('no-provider-key') ? '' : `charge:${trip}`;
-        out = await this.provider.call('/charges', key, { trip_id: trip, amount: Number(row.amount), card: p.card });
+        out = await this.provider.call('/charges', key, { trip_id: trip, amount: Number(row.amount), card: p.card }, row.attempts);
       }
     } catch (e) {
       this.log.info('payments: provider call ambiguous, will retry with the same key', { trip, attempt: row.attempts + 1, why: e instanceof Error ? e.message : String(e) });

@@ -90,7 +90,7 @@ export class TicketsService {
     };
     let out;
     try {
-      out = await this.mailer.call('/emails', `itinerary:${trip}`, { trip_id: trip, kind: 'itinerary', to: row.payload.customer, tickets: row.tickets });
+      out = await this.mailer.call('/emails', `itinerary:${trip}`, { trip_id: trip, kind: 'itinerary', to: row.payload.customer, tickets: row.tickets }, row.attempts);
     } catch (e) {
       await retryLater(e instanceof Error ? e.message : String(e));
       return true;

@@ -70,7 +70,7 @@ export class Cluster {
 
   async start(): Promise<void> {
     const i = this.infra;
-    const common = { KAFKA_BROKERS: i.kafka, CALL_TIMEOUT: '500ms', TRIP_LOG_LEVEL: 'info' };
+    const common = { KAFKA_BROKERS: i.kafka, CALL_TIMEOUT: '1s', TRIP_LOG_LEVEL: 'info' };
     const specs: InstanceSpec[] = [
       { name: 'trips', service: 'trips', env: { ...common, DATABASE_URL: i.dbURL('trips'), STEP_TIMEOUT: this.opts.stepTimeout ?? '3s' } },
       { name: 'flights', service: 'flights', env: { ...common, DATABASE_URL: i.dbURL('flights'), AIRLINE_URL: this.world.url('airline') } },

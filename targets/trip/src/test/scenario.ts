@@ -66,10 +66,14 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         if (killing) cluster.kill(victims[Math.floor(rand() * victims.length)]!);
       }
     })();
-    const w = await runWorkload(cluster.apiURL, { trips: o.trips, clients: o.clients, seed: o.seed, declineRate: o.declineRate, ambiguousRate: o.ambiguousRate });
-    killing = false;
-    await killer;
-    const settled = await waitTerminal(cluster.apiURL, w.placed.map((p) => p.id), o.terminalDeadlineMs ?? 90_000);
+    let w;
+    try {
+      w = await runWorkload(cluster.apiURL, { trips: o.trips, clients: o.clients, seed: o.seed, declineRate: o.declineRate, ambiguousRate: o.ambiguousRate });
+    } finally {
+      killing = false;
+      await killer;
+    }
+    const settled = await waitTerminal(cluster.apiURL, w.placed.map((p) => p.id), o.terminalDeadlineMs ?? 180_000);
     // Let the relays drain what the last transitions wrote (TripBooked, …).
     for (let n = 0; n < 100; n++) {
       if ((await readOutboxes(infra)).every((r) => r.published)) break;

@@ -39,7 +39,10 @@ export function rng(seed: number): () => number {
 }
 
 async function post(api: string, key: string, body: unknown): Promise<{ status: number; json: Record<string, unknown>; replayed: boolean }> {
-  for (let n = 0; ; n++) {
+  // Bounded by time, not tries: a restart of trips on a loaded machine can
+  // take several seconds, and the same key again is always safe.
+  const giveUp = Date.now() + 60_000;
+  for (;;) {
     try {
       const res = await fetch(`${api}/trips`, {
         method: 'POST',
@@ -48,14 +51,14 @@ async function post(api: string, key: string, body: unknown): Promise<{ status: 
         signal: AbortSignal.timeout(5000),
       });
       const json = (await res.json()) as Record<string, unknown>;
-      if (res.status === 503 && n < 50) {
+      if (res.status === 503 && Date.now() < giveUp) {
         await sleep(200);
         continue;
       }
       return { status: res.status, json, replayed: res.headers.get('idempotent-replayed') === 'true' };
     } catch (e) {
       // No answer (the trips process may be down): the same key again is safe.
-      if (n >= 50) throw e;
+      if (Date.now() >= giveUp) throw e;
       await sleep(200);
     }
   }
