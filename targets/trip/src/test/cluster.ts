@@ -12,7 +12,20 @@ import type { StubWorld } from './stub-world';
 
 const mainJS = resolve(__dirname, '../main.js');
 
+const handedOut = new Set<number>();
+
+/** A free loopback port, never one this process handed out before. */
 async function freePort(): Promise<number> {
+  for (;;) {
+    const p = await probePort();
+    if (!handedOut.has(p)) {
+      handedOut.add(p);
+      return p;
+    }
+  }
+}
+
+function probePort(): Promise<number> {
   return new Promise((res) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {
@@ -35,6 +48,8 @@ interface Running {
   listen: string;
   proc?: ChildProcess;
   crashes: number;
+  /** Healthy since its last start (the killer only kills what is up). */
+  up: boolean;
 }
 
 export interface ClusterOptions {
@@ -88,7 +103,7 @@ export class Cluster {
     }
     for (const spec of specs) {
       spec.failpoints = this.opts.failpoints?.[spec.name] ?? '';
-      const r: Running = { spec, listen: `127.0.0.1:${await freePort()}`, crashes: 0 };
+      const r: Running = { spec, listen: `127.0.0.1:${await freePort()}`, crashes: 0, up: false };
       this.instances.push(r);
       this.spawn(r);
     }
@@ -110,17 +125,31 @@ export class Cluster {
     p.stdout!.pipe(out, { end: false });
     p.stderr!.pipe(out, { end: false });
     r.proc = p;
+    r.up = false;
+    void this.waitHealthy(r).then(
+      () => {
+        if (r.proc === p) r.up = true;
+      },
+      () => undefined,
+    );
     p.on('exit', (code, signal) => {
+      r.up = false;
       if (this.stopping) return;
       r.crashes++;
       out.write(`--- ${new Date().toISOString()} exited code=${code} signal=${signal}; restarting\n`);
-      // What the harness's heal does: start the instance again.
-      setTimeout(() => !this.stopping && this.spawn(r), 300);
+      // What the harness's heal does: start the instance again. Exit 2 is
+      // "could not start" — here, its port was taken by another program
+      // between our probe and its bind: give it another.
+      const again = async () => {
+        if (code === 2) r.listen = `127.0.0.1:${await freePort()}`;
+        if (!this.stopping) this.spawn(r);
+      };
+      setTimeout(() => void again(), 300);
     });
   }
 
   private async waitHealthy(r: Running): Promise<void> {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 120_000;
     while (Date.now() < deadline) {
       try {
         const res = await fetch(`http://${r.listen}/healthz`, { signal: AbortSignal.timeout(1000) });
@@ -130,7 +159,7 @@ export class Cluster {
       }
       await sleep(100);
     }
-    throw new Error(`${r.spec.name} not healthy within 60s (log in ${this.opts.dir})`);
+    throw new Error(`${r.spec.name} not healthy within 120s (log in ${this.opts.dir})`);
   }
 
   async stop(): Promise<void> {
@@ -152,8 +181,14 @@ export class Cluster {
     );
   }
 
-  /** Kills one instance (the harness's crash-at-a-random-time fault); it restarts. */
+  /**
+   * Kills one instance (the harness's crash-at-a-random-time fault); it
+   * restarts. An instance still starting is left alone: on a loaded machine
+   * a Node process can take tens of seconds to become healthy, and killing
+   * it again and again tests the machine, not the target.
+   */
   kill(name: string): void {
-    this.instances.find((i) => i.spec.name === name)?.proc?.kill('SIGKILL');
+    const r = this.instances.find((i) => i.spec.name === name);
+    if (r?.up) r.proc?.kill('SIGKILL');
   }
 }
