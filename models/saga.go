@@ -50,6 +50,31 @@ type SagaSpec struct {
 	Success string `json:"success"`
 	Failure string `json:"failure"`
 	Pending string `json:"pending"`
+	// SuccessEvent and FailureEvent are the events the saga publishes when
+	// it reaches Success or Failure (empty: it announces nothing). A saga
+	// that ended there must have its event in the log (saga-terminates,
+	// kind missing-terminal-event).
+	SuccessEvent string `json:"success_event,omitempty"`
+	FailureEvent string `json:"failure_event,omitempty"`
+	// StepTimeoutMS is the saga owner's promise of liveness: it acts on
+	// every pending saga within this many milliseconds — it moves it on,
+	// retries the step or compensates — and each action is visible as a
+	// new outbox row of the saga's aggregate or a change of its status or
+	// trail. 0: no promise (a stuck saga is then proven only when the
+	// quiescence deadline passes).
+	StepTimeoutMS int64 `json:"step_timeout_ms,omitempty"`
+}
+
+// TerminalEvent returns the event the saga publishes on reaching status
+// ("" when the spec declares none or status is not terminal).
+func (s SagaSpec) TerminalEvent(status string) string {
+	switch status {
+	case s.Success:
+		return s.SuccessEvent
+	case s.Failure:
+		return s.FailureEvent
+	}
+	return ""
 }
 
 // PivotIndex returns the index of the pivot step, or -1.
@@ -76,10 +101,13 @@ const (
 // reserve stock, T3 charge (pivot), T4 schedule delivery, T5 approve and
 // e-mail.
 var OrderSaga = SagaSpec{
-	Name:    "order",
-	Success: StatusApproved,
-	Failure: StatusCancelled,
-	Pending: StatusPending,
+	Name:          "order",
+	Success:       StatusApproved,
+	Failure:       StatusCancelled,
+	Pending:       StatusPending,
+	SuccessEvent:  "OrderApproved",
+	FailureEvent:  "OrderCancelled",
+	StepTimeoutMS: 2000, // the manifest's STEP_TIMEOUT of the orders process
 	Steps: []Step{
 		{
 			Action:       Action{Name: "create-order", Event: "OrderCreated"},

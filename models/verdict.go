@@ -30,8 +30,12 @@ type CheckResult struct {
 	Status     Status      `json:"status"`
 	Violations []Violation `json:"violations,omitempty"`
 	// Unknown names what the history lacked, when Status is Unknown.
-	Unknown string           `json:"unknown,omitempty"`
-	Stats   map[string]int64 `json:"stats,omitempty"`
+	Unknown string `json:"unknown,omitempty"`
+	// NotApplicable, with Status Valid, says why the invariant had nothing
+	// to judge in this history (e.g. no consumer is declared, or the
+	// history predates the declarations the invariant reads).
+	NotApplicable string           `json:"not_applicable,omitempty"`
+	Stats         map[string]int64 `json:"stats,omitempty"`
 }
 
 // VerdictVersion is the version of the verdict.json schema (docs/verdict.md).

@@ -231,6 +231,20 @@ type Quiesce struct {
 	// Error is set when the target's API never answered: then Pending says
 	// nothing and the wait is not evidence.
 	Error string `json:"error,omitempty"`
+
+	// The stuck-saga watch (absent in older histories). StepTimeoutMS is
+	// the saga's declared step timeout and StuckAfterMS = k × it: a pending
+	// saga that did not change for that long after heal, with every
+	// component healthy, is proven stuck. The watch ran from FromT; CheckedT
+	// is its last complete check (history times, as Op.T). EarlyStop: the
+	// wait ended before the deadline because every pending saga was proven
+	// stuck. Sagas are the pending sagas at the end.
+	StepTimeoutMS int64       `json:"step_timeout_ms,omitempty"`
+	StuckAfterMS  int64       `json:"stuck_after_ms,omitempty"`
+	FromT         int64       `json:"from_t,omitempty"`
+	CheckedT      int64       `json:"checked_t,omitempty"`
+	EarlyStop     bool        `json:"early_stop,omitempty"`
+	Sagas         []SagaWatch `json:"sagas,omitempty"`
 }
 
 // RunInfo describes a run (the FRunStart value; also in verdict.json).
