@@ -1,5 +1,7 @@
 package models
 
+import "strings"
+
 // StepKind classifies a saga step (Garcia-Molina & Salem; the seeds' third
 // article): compensatable steps can be undone, the pivot is the point of no
 // return, retriable steps after it are retried until they succeed.
@@ -15,10 +17,37 @@ const (
 // EffectSpec names a world effect: ops with Proc and F, whose value has each
 // Match field (a top-level JSON string field) equal to the given value.
 // Replays (value.replay == true) are never counted as effects.
+//
+// A manifest names the effect by Provider and Action (the world provider
+// and the action's name, docs/target-contract.md); Normalize fills Proc
+// ("world/<provider>") and F (the action) from them, and the other way
+// round, so the spec a history records carries both.
 type EffectSpec struct {
-	Proc  string            `json:"proc"`
-	F     string            `json:"f"`
-	Match map[string]string `json:"match,omitempty"`
+	Provider string            `json:"provider,omitempty"`
+	Action   string            `json:"action,omitempty"`
+	Proc     string            `json:"proc,omitempty"`
+	F        string            `json:"f,omitempty"`
+	Match    map[string]string `json:"match,omitempty"`
+}
+
+// Normalize fills Proc and F from Provider and Action, and Provider and
+// Action from a Proc of a world provider and F.
+func (e *EffectSpec) Normalize() {
+	if e == nil {
+		return
+	}
+	if e.Proc == "" && e.Provider != "" {
+		e.Proc = ProcWorldPrefix + e.Provider
+	}
+	if e.F == "" {
+		e.F = e.Action
+	}
+	if e.Provider == "" && strings.HasPrefix(e.Proc, ProcWorldPrefix) {
+		e.Provider = strings.TrimPrefix(e.Proc, ProcWorldPrefix)
+	}
+	if e.Action == "" {
+		e.Action = e.F
+	}
 }
 
 // Action is what a step or its compensation does, as seen from outside: a
@@ -63,7 +92,40 @@ type SagaSpec struct {
 	// trail. 0: no promise (a stuck saga is then proven only when the
 	// quiescence deadline passes).
 	StepTimeoutMS int64 `json:"step_timeout_ms,omitempty"`
+
+	// Orchestrator is the service that drives the saga (it keeps the saga
+	// state and sends the commands); empty: a choreographed saga, in which
+	// each service reacts to the others' events and nobody orchestrates.
+	Orchestrator string `json:"orchestrator,omitempty"`
+	// StatusService is the service whose API reports a saga's status (the
+	// workload's read and list answer it), orchestrated or not.
+	StatusService string `json:"status_service,omitempty"`
+	// StatusFrom says where the harness reads a saga's status: StatusFromAPI
+	// (the default: the workload's list, or read) or StatusFromEvents (the
+	// target reports no status; a saga is Success once an outbox row of its
+	// aggregate has type SuccessEvent, Failure once one has FailureEvent,
+	// Pending before).
+	StatusFrom string `json:"status_from,omitempty"`
 }
+
+// Where a saga's status comes from (SagaSpec.StatusFrom).
+const (
+	StatusFromAPI    = "api"
+	StatusFromEvents = "events"
+)
+
+// Normalize fills the derived names of every effect (EffectSpec.Normalize).
+func (s *SagaSpec) Normalize() {
+	for i := range s.Steps {
+		s.Steps[i].Effect.Normalize()
+		if c := s.Steps[i].Compensation; c != nil {
+			c.Effect.Normalize()
+		}
+	}
+}
+
+// Choreographed reports whether no service orchestrates the saga.
+func (s SagaSpec) Choreographed() bool { return s.Orchestrator == "" }
 
 // TerminalEvent returns the event the saga publishes on reaching status
 // ("" when the spec declares none or status is not terminal).
@@ -100,8 +162,14 @@ const (
 // OrderSaga is the reference domain of DESIGN §4: T1 create order, T2
 // reserve stock, T3 charge (pivot), T4 schedule delivery, T5 approve and
 // e-mail.
+//
+// It is the order domain's declaration (targets/domains/order.json, which a
+// test keeps equal to it) as Go, for histories that predate the target op's
+// saga: checkers judge those as order sagas.
 var OrderSaga = SagaSpec{
 	Name:          "order",
+	Orchestrator:  "orders",
+	StatusService: "orders",
 	Success:       StatusApproved,
 	Failure:       StatusCancelled,
 	Pending:       StatusPending,

@@ -80,6 +80,31 @@ type TargetDecl struct {
 	// Saga is the saga the target implements, when the manifest declares
 	// one (nil: an outbox-only target, or a history that predates it).
 	Saga *SagaSpec `json:"saga,omitempty"`
+	// OutboxOnly marks a target whose manifest declares no saga: only the
+	// outbox and delivery checkers apply. A declaration with neither Saga
+	// nor OutboxOnly predates the domain declarations: it is the order
+	// domain's (LegacyOrderDomain).
+	OutboxOnly bool `json:"outbox_only,omitempty"`
+	// Resources are what the target must conserve (conservation).
+	Resources []Resource `json:"resources,omitempty"`
+	// SeqFromOutbox: the target's records carry no seq header; per
+	// aggregate, the order of its rows in the outbox (by id) is its commit
+	// order, and checkers judge order by it.
+	SeqFromOutbox bool `json:"seq_from_outbox,omitempty"`
+	// StartOp is the op function of the clients' saga starts (default
+	// FStartSaga).
+	StartOp string `json:"start_op,omitempty"`
+}
+
+// Domain returns what d declares about the domain, with the order domain
+// for a declaration that predates the domain fields (no saga and not
+// outbox-only) and for a history with no target op (d nil).
+func (d *TargetDecl) Domain() (saga *SagaSpec, resources []Resource, legacy bool) {
+	if d == nil || (d.Saga == nil && !d.OutboxOnly) {
+		s, r := LegacyOrderDomain()
+		return &s, r, true
+	}
+	return d.Saga, d.Resources, false
 }
 
 // ConsumerDecl is one consumer a process declares.

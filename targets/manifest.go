@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/sagachaos/sagachaos/models"
 )
 
 // Manifest describes a target (docs/target-contract.md).
@@ -28,10 +30,27 @@ type Manifest struct {
 	// SAGACHAOS_MUTANT.
 	Mutants []Mutant `json:"mutants,omitempty"`
 
+	// The domain as data (domain.go): the saga, the world providers, the
+	// workload and the resources, declared here or in the Domain file (the
+	// manifest's own sections win). A manifest with none of them is the
+	// order domain's (targets/domains/order.json); one without a saga is
+	// an outbox-only target.
+	Domain    string            `json:"domain,omitempty"`
+	Saga      *models.SagaSpec  `json:"saga,omitempty"`
+	World     []models.Provider `json:"world,omitempty"`
+	Workload  *models.Workload  `json:"workload,omitempty"`
+	Resources []models.Resource `json:"resources,omitempty"`
+	// Seq says where per-aggregate order comes from: SeqHeader (the
+	// default: every record carries a seq header) or SeqOutbox (no seq
+	// header; an aggregate's outbox rows, by id, are in saga order).
+	Seq string `json:"seq,omitempty"`
+
 	// Dir is the directory the manifest was read from, Path the file (not
 	// serialised).
 	Dir  string `json:"-"`
 	Path string `json:"-"`
+	// legacy: the manifest declared no domain section (Legacy).
+	legacy bool
 }
 
 // Build is a command that builds the target's binaries.
@@ -93,9 +112,14 @@ type API struct {
 
 // Observe is the SQL the observer runs after quiescence.
 type Observe struct {
-	Stock   *Query  `json:"stock,omitempty"`
-	Outbox  []Query `json:"outbox,omitempty"`
-	Applied []Query `json:"applied,omitempty"`
+	// Stock is the order domain's stock query of older manifests (columns
+	// sku, available, reserved): the query of the resource "stock".
+	Stock *Query `json:"stock,omitempty"`
+	// Resources reads each counted resource by name (columns key,
+	// available, reserved).
+	Resources map[string]Query `json:"resources,omitempty"`
+	Outbox    []Query          `json:"outbox,omitempty"`
+	Applied   []Query          `json:"applied,omitempty"`
 }
 
 // Query is one SQL snapshot against one of the target's databases.
@@ -127,16 +151,17 @@ type Mutant struct {
 // its own links, and a typo of a few digits must not start a million.
 const MaxReplicas = 64
 
-// Dependencies a process may name in Depends.
-var knownDeps = map[string]bool{"postgres": true, "kafka": true, "gateway": true, "carrier": true, "mailer": true}
-
 // LoadManifest reads and validates a manifest file.
 func LoadManifest(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	m, err := ParseManifest(b)
+	dir := "."
+	if i := strings.LastIndex(path, "/"); i >= 0 {
+		dir = path[:i]
+	}
+	m, err := parseManifest(b, dir)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
@@ -151,15 +176,23 @@ func LoadManifest(path string) (*Manifest, error) {
 
 // ParseManifest decodes and validates a manifest. Unknown fields are errors,
 // so a typo is reported rather than ignored.
-func ParseManifest(b []byte) (*Manifest, error) {
+//
+// A domain file it names is read relative to the working directory; use
+// LoadManifest for a manifest on disk.
+func ParseManifest(b []byte) (*Manifest, error) { return parseManifest(b, ".") }
+
+func parseManifest(b []byte, dir string) (*Manifest, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, decodeError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("decode: trailing data after the manifest's JSON object")
+	}
+	if err := m.resolveDomain(dir); err != nil {
+		return nil, err
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -191,9 +224,9 @@ func (m *Manifest) Validate() error {
 		if p.Replicas < 0 || p.Replicas > MaxReplicas {
 			return fmt.Errorf("field processes[%d].replicas: %d is outside 0..%d", i, p.Replicas, MaxReplicas)
 		}
-		for _, d := range p.Depends {
-			if !knownDeps[d] {
-				return fmt.Errorf("field processes[%d].depends: unknown dependency %q (known: postgres, kafka, gateway, carrier, mailer)", i, d)
+		for j, d := range p.Depends {
+			if !m.knownDep(d) {
+				return fmt.Errorf("field processes[%d].depends[%d]: unknown dependency %q (known: %s)", i, j, d, strings.Join(m.Dependencies(), ", "))
 			}
 		}
 		if !knownRoles[p.Role] {
@@ -244,6 +277,11 @@ func (m *Manifest) Validate() error {
 			return err
 		}
 	}
+	for _, name := range sortedKeys(m.Observe.Resources) {
+		if err := check("observe.resources."+name, m.Observe.Resources[name]); err != nil {
+			return err
+		}
+	}
 	for i, q := range m.Observe.Outbox {
 		if err := check(fmt.Sprintf("observe.outbox[%d]", i), q); err != nil {
 			return err
@@ -259,7 +297,7 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("field topics[%d]: need a name and partitions ≥ 1", i)
 		}
 	}
-	return nil
+	return m.validateDomain()
 }
 
 // Instances returns the instance names of a process: "<name>" for one

@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 // BenchmarkCharge measures a keyed charge over loopback HTTP, recorded in an
 // in-memory history: the world's cost per saga step.
 func BenchmarkCharge(b *testing.B) {
 	rec, _ := models.NewRecorder(nil, models.Header{})
-	w, err := Start(context.Background(), rec)
+	w, err := Start(context.Background(), rec, targets.OrderDomain().World)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	url := "http://" + w.Gateway.Addr() + "/charges"
+	url := "http://" + w.Provider("gateway").Addr() + "/charges"
 	i := 0
 	for b.Loop() {
 		i++

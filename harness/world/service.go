@@ -60,8 +60,8 @@ type replayable interface {
 // request is a parsed, valid request, ready to be applied.
 type request interface {
 	orderID() string
-	// ambiguity is the mode the request's content asks for ("" for none),
-	// e.g. from a tok_ambiguous_… card.
+	// ambiguity is the mode the request's content asks for ("" for none):
+	// its outcome field holding an ambiguous token.
 	ambiguity() string
 	// apply performs the effect; called with the service's lock held.
 	apply(amb, key string) outcome
@@ -76,10 +76,10 @@ type idemEntry struct {
 	effect      replayable // the replay value to record on a repeat
 }
 
-// service is the HTTP plumbing and idempotency store the three fakes share.
+// service is the HTTP plumbing and idempotency store every provider has.
 type service struct {
-	name string // e.g. "gateway"
-	proc string // e.g. models.ProcGateway
+	name string // the provider's name
+	proc string // its effects' Proc, models.ProcWorldPrefix + name
 	rec  *models.Recorder
 	log  *slog.Logger
 
@@ -89,7 +89,7 @@ type service struct {
 
 	mu       sync.Mutex // guards keys, inject and the owner's state
 	keys     map[string]*idemEntry
-	injected map[string][]injection // by op function (models.FCharge, …), consumed in order
+	injected map[string][]injection // by action (op function), consumed in order
 	closing  chan struct{}
 	closed   bool
 	inflight sync.WaitGroup // requests being served, hanging ones included
@@ -194,7 +194,7 @@ func (s *service) takeInjected(f string) string {
 
 // handle registers an effectful POST endpoint: f is the op function,
 // parse validates the body.
-func (s *service) handle(pattern, f string, parse func(body []byte) (request, error)) {
+func (s *service) handle(pattern, f, sagaField string, parse func(body []byte) (request, error)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		if s.closed {
@@ -205,11 +205,11 @@ func (s *service) handle(pattern, f string, parse func(body []byte) (request, er
 		s.inflight.Add(1)
 		s.mu.Unlock()
 		defer s.inflight.Done()
-		s.serve(w, r, f, parse)
+		s.serve(w, r, f, sagaField, parse)
 	})
 }
 
-func (s *service) serve(w http.ResponseWriter, r *http.Request, f string, parse func([]byte) (request, error)) {
+func (s *service) serve(w http.ResponseWriter, r *http.Request, f, sagaField string, parse func([]byte) (request, error)) {
 	key := r.Header.Get(HeaderIdempotencyKey)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *service) serve(w http.ResponseWriter, r *http.Request, f string, parse 
 	}
 	req, err := parse(body)
 	if err != nil {
-		s.refuse(w, f, orderOf(body), key, http.StatusBadRequest, "bad_request", err.Error())
+		s.refuse(w, f, sagaOf(body, sagaField), key, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	fp := r.Method + " " + r.URL.Path + " " + canon
@@ -358,12 +358,11 @@ func canonical(body []byte) (string, error) {
 	return string(b), err
 }
 
-// orderOf extracts order_id from a body that failed validation, for the
-// refusal op.
-func orderOf(body []byte) string {
-	var v struct {
-		OrderID string `json:"order_id"`
-	}
-	json.Unmarshal(body, &v)
-	return v.OrderID
+// sagaOf extracts the saga field from a body that failed validation, for
+// the refusal op.
+func sagaOf(body []byte, field string) string {
+	var v map[string]any
+	_ = json.Unmarshal(body, &v)
+	s, _ := v[field].(string)
+	return s
 }

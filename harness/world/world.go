@@ -5,15 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 
 	"github.com/sagachaos/sagachaos/models"
 )
 
-// World is the set of fake third parties one run talks to.
+// World is the set of fake third parties one run talks to: one Provider per
+// declaration, each on its own 127.0.0.1 port.
 type World struct {
-	Gateway *Gateway
-	Carrier *Carrier
-	Mailer  *Mailer
+	providers []*Provider
+	byName    map[string]*Provider
 }
 
 // Option configures Start.
@@ -33,10 +34,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// Start starts the gateway, the carrier and the mailer, each on its own
-// 127.0.0.1 port, recording through rec. ctx bounds the start only; the
-// world runs until Close.
-func Start(ctx context.Context, rec *models.Recorder, opts ...Option) (*World, error) {
+// Start starts one provider per declaration, recording through rec. ctx
+// bounds the start only; the world runs until Close. A declaration of an
+// unknown kind is an error.
+func Start(ctx context.Context, rec *models.Recorder, decls []models.Provider, opts ...Option) (*World, error) {
 	if rec == nil {
 		return nil, errors.New("world: start: nil recorder (the world exists to record)")
 	}
@@ -44,36 +45,65 @@ func Start(ctx context.Context, rec *models.Recorder, opts ...Option) (*World, e
 	for _, opt := range opts {
 		opt(o)
 	}
-	w := &World{
-		Gateway: newGateway(rec, o),
-		Carrier: newCarrier(rec, o),
-		Mailer:  newMailer(rec, o),
-	}
-	var started []*service
-	for _, s := range []*service{w.Gateway.svc, w.Carrier.svc, w.Mailer.svc} {
-		if err := s.start(ctx); err != nil {
-			for _, st := range started {
-				st.close()
-			}
+	w := &World{byName: map[string]*Provider{}}
+	for _, d := range decls {
+		p, err := newProvider(d, rec, o)
+		if err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("world: %w", err)
+		}
+		if err := p.svc.start(ctx); err != nil {
+			_ = w.Close()
 			return nil, fmt.Errorf("world: start: %w", err)
 		}
-		started = append(started, s)
+		w.providers = append(w.providers, p)
+		w.byName[d.Name] = p
 	}
 	return w, nil
 }
 
-// Close stops the three services. Held (hanging) requests are dropped, so
-// their callers see the connection close. Close is idempotent.
+// Close stops every provider and waits for the requests they are serving.
 func (w *World) Close() error {
-	return errors.Join(w.Gateway.svc.close(), w.Carrier.svc.close(), w.Mailer.svc.close())
+	var errs []error
+	for _, p := range w.providers {
+		errs = append(errs, p.svc.close())
+	}
+	return errors.Join(errs...)
 }
 
-// URLs returns the base URLs (http://host:port) by service name: "gateway",
-// "carrier", "mailer" (the names manifests use in depends).
-func (w *World) URLs() map[string]string {
-	return map[string]string{
-		"gateway": "http://" + w.Gateway.Addr(),
-		"carrier": "http://" + w.Carrier.Addr(),
-		"mailer":  "http://" + w.Mailer.Addr(),
+// Provider returns the provider named name, or nil.
+func (w *World) Provider(name string) *Provider { return w.byName[name] }
+
+// Names lists the providers in declaration order.
+func (w *World) Names() []string {
+	out := make([]string, len(w.providers))
+	for i, p := range w.providers {
+		out[i] = p.decl.Name
 	}
+	return out
+}
+
+// URLs returns the base URLs (http://host:port) by provider name (the
+// names manifests use in depends and {{url:NAME}}).
+func (w *World) URLs() map[string]string {
+	out := map[string]string{}
+	for _, p := range w.providers {
+		out[p.decl.Name] = "http://" + p.Addr()
+	}
+	return out
+}
+
+// AmbiguousActions lists "provider/action" for every action that declares
+// the nemesis may make it ambiguous, sorted.
+func (w *World) AmbiguousActions() []string {
+	var out []string
+	for _, p := range w.providers {
+		for _, a := range p.decl.Actions {
+			if a.Ambiguous {
+				out = append(out, p.decl.Name+"/"+a.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 func startWorld(t *testing.T, opts ...Option) (*World, *models.Recorder) {
@@ -22,7 +23,7 @@ func startWorld(t *testing.T, opts ...Option) (*World, *models.Recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Start(context.Background(), rec, opts...)
+	w, err := Start(context.Background(), rec, targets.OrderDomain().World, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestChargeIdempotency(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w, rec := startWorld(t)
-			url := "http://" + w.Gateway.Addr() + "/charges"
+			url := "http://" + w.Provider("gateway").Addr() + "/charges"
 			for i, cl := range c.calls {
 				r := post(context.Background(), http.DefaultClient, url, cl.key, cl.body)
 				if r.err != nil {
@@ -178,8 +179,8 @@ func TestChargeIdempotency(t *testing.T) {
 			if got := len(rec.Ops()); got != len(c.calls) {
 				t.Fatalf("%d ops for %d calls: every call must be recorded once", got, len(c.calls))
 			}
-			if len(w.Gateway.Charges()) != c.newEffects {
-				t.Fatalf("gateway holds %d charges, want %d", len(w.Gateway.Charges()), c.newEffects)
+			if len(w.Provider("gateway").Effects("charge")) != c.newEffects {
+				t.Fatalf("gateway holds %d charges, want %d", len(w.Provider("gateway").Effects("charge")), c.newEffects)
 			}
 		})
 	}
@@ -198,7 +199,7 @@ func TestChargeInProgress(t *testing.T) {
 			})
 		}
 	})
-	url := "http://" + w.Gateway.Addr() + "/charges"
+	url := "http://" + w.Provider("gateway").Addr() + "/charges"
 	const body = `{"order_id":"o-1","amount":10,"card":"tok_visa"}`
 	first := make(chan reply, 1)
 	go func() { first <- post(context.Background(), http.DefaultClient, url, "k", body) }()
@@ -222,7 +223,7 @@ func TestChargeInProgress(t *testing.T) {
 // 50 concurrent requests with one key: exactly one charge.
 func TestChargeConcurrentSameKey(t *testing.T) {
 	w, rec := startWorld(t)
-	url := "http://" + w.Gateway.Addr() + "/charges"
+	url := "http://" + w.Provider("gateway").Addr() + "/charges"
 	const n = 50
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
@@ -240,8 +241,8 @@ func TestChargeConcurrentSameKey(t *testing.T) {
 			fresh++
 		}
 	}
-	if fresh != 1 || len(w.Gateway.Charges()) != 1 {
-		t.Fatalf("%d non-replay charge effects and %d charges, want exactly 1", fresh, len(w.Gateway.Charges()))
+	if fresh != 1 || len(w.Provider("gateway").Effects("charge")) != 1 {
+		t.Fatalf("%d non-replay charge effects and %d charges, want exactly 1", fresh, len(w.Provider("gateway").Effects("charge")))
 	}
 	if len(rec.Ops()) != n {
 		t.Fatalf("%d ops for %d calls", len(rec.Ops()), n)
@@ -267,11 +268,11 @@ func TestAmbiguous500(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w, rec := startWorld(t)
 			if c.inject {
-				if err := w.Gateway.InjectAmbiguous(AmbiguousError, 1); err != nil {
+				if err := w.Provider("gateway").InjectAmbiguous("charge", AmbiguousError, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
-			url := "http://" + w.Gateway.Addr() + "/charges"
+			url := "http://" + w.Provider("gateway").Addr() + "/charges"
 			body := `{"order_id":"o-1","amount":300,"card":"` + c.card + `"}`
 			r := post(context.Background(), http.DefaultClient, url, "k", body)
 			if r.err != nil || r.status != 500 {
@@ -302,7 +303,7 @@ func TestAmbiguous500(t *testing.T) {
 
 func TestAmbiguousHang(t *testing.T) {
 	w, rec := startWorld(t)
-	url := "http://" + w.Gateway.Addr() + "/charges"
+	url := "http://" + w.Provider("gateway").Addr() + "/charges"
 	body := `{"order_id":"o-1","amount":300,"card":"tok_ambiguous_hang_1"}`
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan reply, 1)
@@ -350,7 +351,7 @@ func TestAmbiguousHang(t *testing.T) {
 
 func TestRefunds(t *testing.T) {
 	w, rec := startWorld(t)
-	base := "http://" + w.Gateway.Addr()
+	base := "http://" + w.Provider("gateway").Addr()
 	charge := func(card string) string {
 		r := post(context.Background(), http.DefaultClient, base+"/charges", "", `{"order_id":"o-1","amount":1000,"card":"`+card+`"}`)
 		return r.str("id")
@@ -383,7 +384,7 @@ func TestRefunds(t *testing.T) {
 	var refunded int64
 	for _, op := range effs {
 		e := decode[models.RefundEffect](t, op)
-		if e.Status == RefundSucceeded && !e.Replay {
+		if e.Status == models.EffectSucceeded && !e.Replay {
 			refunded += e.Amount
 		}
 	}
@@ -397,8 +398,8 @@ func TestRefunds(t *testing.T) {
 
 func TestCarrierAndMailer(t *testing.T) {
 	w, rec := startWorld(t)
-	ship := "http://" + w.Carrier.Addr() + "/shipments"
-	mail := "http://" + w.Mailer.Addr() + "/emails"
+	ship := "http://" + w.Provider("carrier").Addr() + "/shipments"
+	mail := "http://" + w.Provider("mailer").Addr() + "/emails"
 	const sbody = `{"order_id":"o-1","items":[{"sku":"sku-1","qty":2}]}`
 	const mbody = `{"order_id":"o-1","kind":"confirmation","to":"c-1@example.test"}`
 
@@ -429,12 +430,12 @@ func TestCarrierAndMailer(t *testing.T) {
 	if em.Kind != "confirmation" || em.EmailID != "em_000001" || effects(rec, models.FEmail)[0].Proc != models.ProcMailer {
 		t.Fatalf("email effect %+v", em)
 	}
-	if got := w.Carrier.Shipments(); len(got) != 2 || got[0].Items[0].Qty != 2 {
+	if got := w.Provider("carrier").Effects("shipment"); len(got) != 2 || got[0].Saga != "o-1" {
 		t.Fatalf("shipments %+v", got)
 	}
 
 	// injected ambiguity on the carrier and the mailer
-	if err := w.Carrier.InjectAmbiguous(AmbiguousError, 1); err != nil {
+	if err := w.Provider("carrier").InjectAmbiguous("shipment", AmbiguousError, 1); err != nil {
 		t.Fatal(err)
 	}
 	if r := post(context.Background(), http.DefaultClient, ship, "s2", sbody); r.status != 500 {
@@ -443,7 +444,7 @@ func TestCarrierAndMailer(t *testing.T) {
 	if r := post(context.Background(), http.DefaultClient, ship, "s2", sbody); r.status != 201 || r.str("id") != "sh_000003" {
 		t.Fatalf("carrier retry: %d %v", r.status, r.body)
 	}
-	if err := w.Mailer.InjectAmbiguous("sometimes", 1); err == nil {
+	if err := w.Provider("mailer").InjectAmbiguous("email", "sometimes", 1); err == nil {
 		t.Fatal("an unknown ambiguity mode was accepted")
 	}
 	sh := effects(rec, models.FShipment)
@@ -454,7 +455,7 @@ func TestCarrierAndMailer(t *testing.T) {
 
 // Start refuses to run without a recorder and Close may be called twice.
 func TestStartClose(t *testing.T) {
-	if _, err := Start(context.Background(), nil); err == nil {
+	if _, err := Start(context.Background(), nil, nil); err == nil {
 		t.Fatal("Start without a recorder succeeded")
 	}
 	w, _ := startWorld(t)
@@ -473,8 +474,8 @@ func TestStartClose(t *testing.T) {
 // step of the saga fails ambiguously.
 func TestInjectRefundsOnly(t *testing.T) {
 	w, rec := startWorld(t)
-	base := "http://" + w.Gateway.Addr()
-	if err := w.Gateway.InjectAmbiguousRefunds(AmbiguousError, 1); err != nil {
+	base := "http://" + w.Provider("gateway").Addr()
+	if err := w.Provider("gateway").InjectAmbiguous("refund", AmbiguousError, 1); err != nil {
 		t.Fatal(err)
 	}
 	c := post(context.Background(), http.DefaultClient, base+"/charges", "c", `{"order_id":"o-1","amount":50,"card":"tok_visa"}`)
@@ -489,8 +490,8 @@ func TestInjectRefundsOnly(t *testing.T) {
 		t.Fatalf("refund retry: %d %v", r.status, r.body)
 	}
 	e := decode[models.RefundEffect](t, effects(rec, models.FRefund)[0])
-	if e.Ambiguous != AmbiguousError || e.Status != RefundSucceeded || w.Gateway.Charges()[0].Refunded != 50 {
-		t.Fatalf("refund effect %+v, charges %+v", e, w.Gateway.Charges())
+	if e.Ambiguous != AmbiguousError || e.Status != models.EffectSucceeded || w.Provider("gateway").Effects("charge")[0].Refunded != 50 {
+		t.Fatalf("refund effect %+v, charges %+v", e, w.Provider("gateway").Effects("charge"))
 	}
 }
 
@@ -499,14 +500,14 @@ func TestInjectRefundsOnly(t *testing.T) {
 func TestDeterministicHistory(t *testing.T) {
 	script := func() []string {
 		w, rec := startWorld(t)
-		g := "http://" + w.Gateway.Addr()
+		g := "http://" + w.Provider("gateway").Addr()
 		calls := []struct{ url, key, body string }{
 			{g + "/charges", "a", `{"order_id":"o-1","amount":10,"card":"tok_visa"}`},
 			{g + "/charges", "", `{"order_id":"o-2","amount":20,"card":"tok_decline"}`},
 			{g + "/refunds", "r", `{"charge_id":"ch_000001","amount":10,"order_id":"o-1"}`},
 			{g + "/charges", "a", `{"order_id":"o-1","amount":10,"card":"tok_visa"}`},
-			{"http://" + w.Carrier.Addr() + "/shipments", "s", `{"order_id":"o-1","items":[]}`},
-			{"http://" + w.Mailer.Addr() + "/emails", "", `{"order_id":"o-1","kind":"confirmation","to":"x"}`},
+			{"http://" + w.Provider("carrier").Addr() + "/shipments", "s", `{"order_id":"o-1","items":[]}`},
+			{"http://" + w.Provider("mailer").Addr() + "/emails", "", `{"order_id":"o-1","kind":"confirmation","to":"x"}`},
 		}
 		for _, c := range calls {
 			if r := post(context.Background(), http.DefaultClient, c.url, c.key, c.body); r.err != nil {
@@ -529,13 +530,13 @@ func TestDeterministicHistory(t *testing.T) {
 // behind a pending one instead of replacing it.
 func TestInjectionsQueue(t *testing.T) {
 	w, _ := startWorld(t)
-	if err := w.Gateway.InjectAmbiguous(AmbiguousError, 1); err != nil {
+	if err := w.Provider("gateway").InjectAmbiguous("charge", AmbiguousError, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Gateway.InjectAmbiguous(AmbiguousError, 1); err != nil {
+	if err := w.Provider("gateway").InjectAmbiguous("charge", AmbiguousError, 1); err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + w.Gateway.Addr() + "/charges"
+	url := "http://" + w.Provider("gateway").Addr() + "/charges"
 	for i, want := range []int{500, 500, 200} {
 		body := fmt.Sprintf(`{"order_id":"o-%d","amount":300,"card":"tok_visa"}`, i)
 		r := post(context.Background(), http.DefaultClient, url, fmt.Sprintf("k%d", i), body)
