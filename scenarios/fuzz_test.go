@@ -51,20 +51,20 @@ func FuzzParseSpec(f *testing.F) {
 		if !reflect.DeepEqual(s, s2) {
 			t.Fatalf("round trip changed the spec:\n%+v\n%+v", s, s2)
 		}
-		if s.Orders.Max > MaxOrders || s.Relays.Max > 64 || s.Faults.Count.Max > 10_000 || s.Lines.Max > 100 {
+		if s.Sagas.Max > MaxOrders || s.Relays.Max > 64 || s.Faults.Count.Max > 10_000 {
 			t.Fatalf("accepted a spec no run can honour: %+v", s)
 		}
 		// Generating a big spec is slow, not wrong: keep the executions
 		// quick (ParseSpec bounds what a spec may ask for).
-		if s.Orders.Max > 50 || s.Faults.Count.Max > 50 || s.SKUs.Max > 50 || s.Lines.Max > 50 || s.Relays.Max > 8 {
+		if s.Sagas.Max > 50 || s.Faults.Count.Max > 50 || s.Relays.Max > 8 {
 			return
 		}
 		sc, err := Generate(s, seed, fuzzCatalog)
 		if err != nil {
 			return // a pattern naming nothing the catalogue has
 		}
-		if n := len(sc.Workload.Orders); n < s.Orders.Min || n > s.Orders.Max {
-			t.Fatalf("%d orders outside [%d, %d]", n, s.Orders.Min, s.Orders.Max)
+		if n := len(sc.Workload.Sagas); n < s.Sagas.Min || n > s.Sagas.Max {
+			t.Fatalf("%d sagas outside [%d, %d]", n, s.Sagas.Min, s.Sagas.Max)
 		}
 		if len(sc.Faults) > s.Faults.Count.Max {
 			t.Fatalf("%d faults, at most %d", len(sc.Faults), s.Faults.Count.Max)

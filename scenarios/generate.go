@@ -3,12 +3,12 @@ package scenarios
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
 	"pgregory.net/rapid"
 
-	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
@@ -21,6 +21,9 @@ type Catalog struct {
 	// APIProcess serves the workload API; the clients reach it through the
 	// link "client→<APIProcess>".
 	APIProcess string
+	// Domain is the target's workload and resources (workload.go); nil
+	// draws empty bodies.
+	Domain *Domain
 }
 
 // Process is one component of the target as the generator sees it.
@@ -123,6 +126,18 @@ func (s *Spec) CheckAgainst(file string, c Catalog) error {
 		comps = append(comps, v...)
 	}
 	links := c.Links(map[string]int{"relay": s.Relays.Max})
+	if c.Domain != nil {
+		known := c.Domain.Params()
+		for _, k := range sortedParams(s.Params) {
+			if !slices.Contains(known, k) {
+				return &SpecError{File: file, Field: "params." + k,
+					Problem: fmt.Sprintf("the target declares no range %q (known: %s)", k, strings.Join(known, ", "))}
+			}
+			if c.Domain.keyParam(k) && s.Params[k].Max > MaxKeys {
+				return &SpecError{File: file, Field: "params." + k + ".max", Problem: fmt.Sprintf("%d keys is above %d", s.Params[k].Max, MaxKeys)}
+			}
+		}
+	}
 	for _, set := range []struct {
 		field string
 		pats  []string
@@ -186,52 +201,8 @@ func draw(t *rapid.T, s *Spec, c Catalog) Scenario {
 	relays := drawRange(t, s.Relays, "relays")
 	sc.Replicas = map[string]int{"relay": relays}
 
-	nSKU := drawRange(t, s.SKUs, "skus")
-	skus := make([]string, nSKU)
-	prices := make([]int64, nSKU)
-	sc.Workload.InitialStock = map[string]int64{}
-	for i := range skus {
-		skus[i] = fmt.Sprintf("sku-%d", i+1)
-		sc.Workload.InitialStock[skus[i]] = int64(drawRange(t, s.Stock, "stock"))
-		prices[i] = int64(100 * (1 + i%7))
-	}
-	sc.Workload.Clients = drawRange(t, s.Clients, "clients")
-	nOrders := drawRange(t, s.Orders, "orders")
-	for i := 0; i < nOrders; i++ {
-		o := OrderPlan{
-			Key:      fmt.Sprintf("k-%d", i+1),
-			Customer: fmt.Sprintf("c-%d", 1+rapid.IntRange(0, 9).Draw(t, "customer")),
-			Client:   rapid.IntRange(0, sc.Workload.Clients-1).Draw(t, "client"),
-			Card:     "tok_visa",
-		}
-		lines := drawRange(t, Range{Min: s.Lines.Min, Max: min(s.Lines.Max, nSKU)}, "lines")
-		first := rapid.IntRange(0, nSKU-1).Draw(t, "sku")
-		for l := 0; l < lines; l++ {
-			k := (first + l) % nSKU
-			q := drawRange(t, s.Qty, "qty")
-			o.Items = append(o.Items, models.Item{SKU: skus[k], Qty: q})
-			o.Total += int64(q) * prices[k]
-		}
-		switch {
-		case chance(t, s.DeclineRate, "decline"):
-			o.Card = fmt.Sprintf("tok_decline_%d", i+1)
-		case chance(t, s.AmbiguousRate, "ambiguous"):
-			if rapid.Bool().Draw(t, "hang") {
-				o.Card = fmt.Sprintf("tok_ambiguous_hang_%d", i+1)
-			} else {
-				o.Card = fmt.Sprintf("tok_ambiguous_500_%d", i+1)
-			}
-		}
-		o.Submissions = 1
-		if chance(t, s.DuplicateRate, "duplicate") {
-			o.Submissions = 2
-		}
-		o.RetryUnknown = s.RetryUnknown
-		if !chance(t, s.BurstRate, "burst") {
-			o.Gap = Duration(int64(drawRange(t, s.GapMS, "gap")) * 1e6)
-		}
-		sc.Workload.Orders = append(sc.Workload.Orders, o)
-	}
+	drawWorkload(t, s, c.Domain, &sc)
+	nOrders := len(sc.Workload.Sagas)
 
 	nFaults := drawRange(t, s.Faults.Count, "faults")
 	for i := 0; i < nFaults; i++ {

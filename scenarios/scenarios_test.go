@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 var testCatalog = Catalog{
@@ -18,11 +20,21 @@ var testCatalog = Catalog{
 		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true},
 		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
 	},
+	Domain: orderDomain(),
 	Failpoints: []FailpointRef{
 		{"relay.after-select", "relay"}, {"relay.after-publish", "relay"}, {"relay.after-mark", "relay"},
 		{"inventory.after-apply", "inventory"}, {"payment.after-charge", "payment"},
 		{"delivery.after-ship", "delivery"}, {"orders.after-state-save", "orders"},
 	},
+}
+
+func orderDomain() *Domain {
+	d := targets.OrderDomain()
+	dom, err := NewDomain(d.Workload, d.Resources)
+	if err != nil {
+		panic(err)
+	}
+	return dom
 }
 
 func TestNamedScenariosGenerate(t *testing.T) {
@@ -44,8 +56,8 @@ func TestNamedScenariosGenerate(t *testing.T) {
 			if !reflect.DeepEqual(a, b) {
 				t.Fatal("same seed gave two different scenarios")
 			}
-			if len(a.Workload.Orders) < s.Orders.Min || len(a.Workload.Orders) > s.Orders.Max {
-				t.Fatalf("%d orders outside %v", len(a.Workload.Orders), s.Orders)
+			if len(a.Workload.Sagas) < s.Sagas.Min || len(a.Workload.Sagas) > s.Sagas.Max {
+				t.Fatalf("%d sagas outside %v", len(a.Workload.Sagas), s.Sagas)
 			}
 			if len(a.Faults) > s.Faults.Count.Max {
 				t.Fatalf("%d faults, max %d", len(a.Faults), s.Faults.Count.Max)
@@ -99,10 +111,12 @@ func TestBrokenSpecs(t *testing.T) {
 	}{
 		{"syntax", `{"name": `, "malformed JSON"},
 		{"unknown field", `{"name":"x","ordres":{}}`, "field ordres: unknown field"},
-		{"wrong type", `{"name":"x","orders":"many"}`, "field orders: want"},
-		{"range", `{"name":"x","orders":{"min":10,"max":5}}`, "field orders: max 5 is below min 10"},
-		{"rate", `{"name":"x","orders":{"min":1,"max":1},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"relays":{"min":1,"max":1},"decline_rate":2}`, "field decline_rate: 2 is not a probability"},
-		{"kind", `{"name":"x","orders":{"min":1,"max":1},"clients":{"min":1,"max":1},"skus":{"min":1,"max":1},"qty":{"min":1,"max":1},"lines":{"min":1,"max":1},"relays":{"min":1,"max":1},"faults":{"count":{"min":1,"max":1},"kinds":["meteor"]}}`, `unknown fault kind "meteor"`},
+		{"wrong type", `{"name":"x","sagas":"many"}`, "field sagas: want"},
+		{"range", `{"name":"x","sagas":{"min":10,"max":5}}`, "field sagas: max 5 is below min 10"},
+		{"older name", `{"name":"x","orders":{"min":10,"max":5}}`, "field sagas: max 5 is below min 10"},
+		{"param", `{"name":"x","sagas":{"min":1,"max":1},"clients":{"min":1,"max":1},"relays":{"min":1,"max":1},"params":{"qty":{"min":3,"max":1}}}`, "field params.qty: max 1 is below min 3"},
+		{"rate", `{"name":"x","sagas":{"min":1,"max":1},"clients":{"min":1,"max":1},"relays":{"min":1,"max":1},"decline_rate":2}`, "field decline_rate: 2 is not a probability"},
+		{"kind", `{"name":"x","sagas":{"min":1,"max":1},"clients":{"min":1,"max":1},"relays":{"min":1,"max":1},"faults":{"count":{"min":1,"max":1},"kinds":["meteor"]}}`, `unknown fault kind "meteor"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -116,7 +130,7 @@ func TestBrokenSpecs(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Load("testdata/broken-range.json"); err == nil || !strings.Contains(err.Error(), "testdata/broken-range.json: field orders") {
+	if _, err := Load("testdata/broken-range.json"); err == nil || !strings.Contains(err.Error(), "testdata/broken-range.json: field sagas") {
 		t.Fatalf("file: %v", err)
 	}
 	if _, err := Load("no-such-scenario"); !errors.Is(err, ErrUnknownScenario) {

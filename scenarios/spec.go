@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -21,18 +22,28 @@ type Spec struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
 
-	Orders  Range `json:"orders"`
+	// Sagas is how many sagas the clients start ("orders" in older
+	// files); Clients how many clients start them.
+	Sagas   Range `json:"sagas"`
 	Clients Range `json:"clients"`
-	SKUs    Range `json:"skus"`
-	Stock   Range `json:"stock"` // initial units per SKU
-	Qty     Range `json:"qty"`   // units per order line
-	Lines   Range `json:"lines"` // lines per order
+	// ResourceKeys and ResourceInitial, when set, replace the ranges every
+	// counted resource of the target draws its number of keys and each
+	// key's initial amount from (few keys and little of each: contention).
+	ResourceKeys    *Range `json:"resource_keys,omitempty"`
+	ResourceInitial *Range `json:"resource_initial,omitempty"`
+	// Params replace the target's named ranges (a range with "param" in
+	// its workload body template or its resources, e.g. the order domain's
+	// skus, stock, qty, lines). An older file's top-level range of another
+	// name is read as a param.
+	Params map[string]Range `json:"params,omitempty"`
 
-	// Rates are probabilities per order.
+	// Rates are probabilities per saga. DeclineRate and AmbiguousRate are
+	// the rates of the outcome tokens each outcome field of the body draws
+	// (decline; ambiguous_500 or ambiguous_hang, half each).
 	DeclineRate   float64 `json:"decline_rate"`
-	AmbiguousRate float64 `json:"ambiguous_rate"` // cards the gateway charges then answers 500 / never answers
+	AmbiguousRate float64 `json:"ambiguous_rate"`
 	DuplicateRate float64 `json:"duplicate_rate"` // same key sent twice back to back
-	BurstRate     float64 `json:"burst_rate"`     // order placed with no gap
+	BurstRate     float64 `json:"burst_rate"`     // saga started with no gap
 	RetryUnknown  int     `json:"retry_unknown"`  // client retries after an unknown outcome
 	GapMS         Range   `json:"gap_ms"`
 
@@ -41,7 +52,7 @@ type Spec struct {
 	Limits Limits     `json:"limits"`
 }
 
-// MaxOrders bounds a scenario's orders (the soak scenario has 10,000).
+// MaxOrders bounds a scenario's sagas (the soak scenario has 10,000).
 const MaxOrders = 1_000_000
 
 // Range is an inclusive integer range.
@@ -115,6 +126,7 @@ func Load(nameOrPath string) (*Spec, error) {
 
 // ParseSpec decodes and validates a scenario file; file names it in errors.
 func ParseSpec(file string, b []byte) (*Spec, error) {
+	b = legacySpec(b)
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Spec
@@ -174,10 +186,23 @@ func (s *Spec) validate() *SpecError {
 		r        Range
 		min, max int
 	}{
-		{"orders", s.Orders, 1, MaxOrders}, {"clients", s.Clients, 1, 1000}, {"skus", s.SKUs, 1, 10_000},
-		{"stock", s.Stock, 0, 1_000_000_000}, {"qty", s.Qty, 1, 1_000_000}, {"lines", s.Lines, 1, 100},
+		{"sagas", s.Sagas, 1, MaxOrders}, {"clients", s.Clients, 1, 1000},
 		{"gap_ms", s.GapMS, 0, 3_600_000}, {"relays", s.Relays, 1, 64},
 		{"faults.count", s.Faults.Count, 0, 10_000}, {"faults.duration_ms", s.Faults.DurationMS, 0, 86_400_000},
+	}
+	type bounded = struct {
+		field    string
+		r        Range
+		min, max int
+	}
+	if s.ResourceKeys != nil {
+		ranges = append(ranges, bounded{"resource_keys", *s.ResourceKeys, 1, MaxKeys})
+	}
+	if s.ResourceInitial != nil {
+		ranges = append(ranges, bounded{"resource_initial", *s.ResourceInitial, 0, 1_000_000_000})
+	}
+	for _, k := range sortedParams(s.Params) {
+		ranges = append(ranges, bounded{"params." + k, s.Params[k], 0, 1_000_000_000})
 	}
 	for _, r := range ranges {
 		if r.r.Min < r.min {
@@ -258,4 +283,73 @@ func checkFixedParams(name string, raw json.RawMessage) *SpecError {
 		return &SpecError{Field: field, Problem: err.Error()}
 	}
 	return nil
+}
+
+func sortedParams(m map[string]Range) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// legacySpec rewrites an older scenario file into today's shape: "orders"
+// is "sagas", and a top-level field that is no field of Spec but holds a
+// range ({"min", "max"}) is a param of that name (the order domain's skus,
+// stock, qty and lines). Anything else is left for the strict decoder to
+// report.
+func legacySpec(b []byte) []byte {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) != nil {
+		return b
+	}
+	changed := false
+	if o, ok := raw["orders"]; ok {
+		if _, has := raw["sagas"]; !has {
+			raw["sagas"] = o
+		}
+		delete(raw, "orders")
+		changed = true
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(Spec{})
+	for i := 0; i < t.NumField(); i++ {
+		known[strings.Split(t.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	params := map[string]json.RawMessage{}
+	if p, ok := raw["params"]; ok && json.Unmarshal(p, &params) != nil {
+		return b
+	}
+	for k, v := range raw {
+		if known[k] {
+			continue
+		}
+		var r map[string]int
+		if json.Unmarshal(v, &r) != nil || len(r) != 2 {
+			continue
+		}
+		if _, ok := r["min"]; !ok {
+			continue
+		}
+		if _, ok := r["max"]; !ok {
+			continue
+		}
+		if _, has := params[k]; !has {
+			params[k] = v
+		}
+		delete(raw, k)
+		changed = true
+	}
+	if !changed {
+		return b
+	}
+	if len(params) > 0 {
+		raw["params"], _ = json.Marshal(params)
+	}
+	out, err := json.Marshal(raw)
+	if err != nil {
+		return b
+	}
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
@@ -23,33 +22,6 @@ type Scenario struct {
 	// Replicas overrides the manifest's replica count per process
 	// (e.g. {"relay": 2}).
 	Replicas map[string]int `json:"replicas,omitempty"`
-}
-
-// Workload is the concrete list of orders the clients place.
-type Workload struct {
-	InitialStock map[string]int64 `json:"initial_stock"`
-	Clients      int              `json:"clients"`
-	Orders       []OrderPlan      `json:"orders"`
-}
-
-// OrderPlan is one order a client places.
-type OrderPlan struct {
-	Key      string        `json:"key"`
-	Customer string        `json:"customer"`
-	Items    []models.Item `json:"items"`
-	Card     string        `json:"card"`
-	Total    int64         `json:"total"`
-	// Client is the client (0-based) that places it; a client places its
-	// orders in plan order.
-	Client int `json:"client"`
-	// Submissions is how many times the same request (same key) is sent
-	// back to back; >1 models a double-click or a proxy retry.
-	Submissions int `json:"submissions,omitempty"`
-	// RetryUnknown: after an indeterminate outcome (timeout, 5xx), retry
-	// with the same key up to this many times.
-	RetryUnknown int `json:"retry_unknown,omitempty"`
-	// Gap is the pause before this order (0 inside a burst).
-	Gap Duration `json:"gap,omitempty"`
 }
 
 // Fault is one planned fault. Triggers count orders placed, not wall time,
