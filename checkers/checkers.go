@@ -71,6 +71,9 @@ func (c checker) Check(h *models.History) models.CheckResult {
 }
 
 func (c checker) CheckIndex(ix *Index) models.CheckResult {
+	if why := ix.notApplicable(c.e.Name); why != "" {
+		return models.CheckResult{Checker: c.e.Name, Status: models.Valid, NotApplicable: why}
+	}
 	b := &builder{name: c.e.Name, stats: map[string]int64{}}
 	c.e.check(ix, b)
 	return b.result()

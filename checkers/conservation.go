@@ -1,83 +1,110 @@
 package checkers
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
 	"github.com/sagachaos/sagachaos/models"
 )
 
-// checkConservation is conservation.
+// checkConservation is conservation, over the resources the target
+// declares (Index.Resources; the order domain's are stock and money).
 //
-// Invariant, on stock (final stock states, initial-stock op):
-//   - available ≥ 0 and reserved ≥ 0 for every SKU ("negative-stock");
-//   - initial = available + reserved for every SKU ("stock-not-conserved");
-//   - reserved = Σ qty of that SKU over orders that ended spec.Success
-//     ("held-mismatch"): at quiescence nothing is merely held. Decided only
-//     when quiesce says every saga ended and every accepted order has a
-//     final state; otherwise unknown.
+// Invariant, on each counted resource (its initial-resource op, its final
+// resource states):
+//   - available ≥ 0 and reserved ≥ 0 for every key ("negative-stock");
+//   - initial = available + reserved for every key ("stock-not-conserved");
+//   - reserved = Σ what the sagas that ended spec.Success hold of that key
+//     (HeldBy over their start requests' bodies; "held-mismatch"): at
+//     quiescence nothing is merely held. Decided only when quiesce says
+//     every saga ended and every accepted saga has a final state;
+//     otherwise unknown.
 //
-// Invariant, on money (world gateway effects, final order states): for each
-// order, Σ succeeded non-replay charges − Σ succeeded non-replay refunds =
-// its total if it ended spec.Success, else 0 ("money-mismatch"); summed
-// over orders this is "money at the gateway = approved totals", but per
-// order it also names the culprit. Orders with money and no terminal final
-// state make it unknown.
+// Invariant, on each payments resource (the world effects of its payments
+// provider, final states): for each saga, Σ succeeded non-replay charges −
+// Σ succeeded non-replay refunds = what it holds (HeldBy's quantity, e.g.
+// its total) if it ended spec.Success, else 0 ("money-mismatch"); summed
+// over sagas this is "money at the provider = success totals", but per saga
+// it also names the culprit. Sagas with money and no terminal final state
+// make it unknown.
 func checkConservation(ix *Index, b *builder) {
-	spec := ix.Spec
-	if s := ix.badIn("effect", "state:order", "state:stock", "harness:"); s != "" {
+	if s := ix.badIn("effect", "state:order", "state:stock", "state:resource", "harness:"); s != "" {
 		b.unknown("%s", s)
 	}
-	// stock
-	stockOK := ix.StockSnap == nil || ix.StockSnap.Complete
-	if !stockOK {
-		b.unknown("stock query incomplete: %s", ix.StockSnap.Error)
+	var keys int64
+	for _, r := range ix.Resources {
+		switch r.Kind {
+		case "":
+			keys += conserveCounted(ix, b, r)
+		case models.ProviderPayments:
+			conservePayments(ix, b, r)
+		}
 	}
-	for _, sku := range ix.StockSKUs {
-		s := ix.Stock[sku]
+	b.stats["resource-keys"] = keys
+}
+
+// conserveCounted checks one counted resource; it returns its key count.
+func conserveCounted(ix *Index, b *builder, r models.Resource) int64 {
+	spec := ix.Spec
+	f := ix.Res[r.Name]
+	if f == nil {
+		f = &ResourceFacts{InitialOp: -1, Final: map[string]StockFact{}}
+	}
+	finalOK := f.Snap == nil || f.Snap.Complete
+	if !finalOK {
+		b.unknown("%s query incomplete: %s", r.Name, f.Snap.Error)
+	}
+	for _, k := range f.Keys {
+		s := f.Final[k]
 		if s.Available < 0 || s.Reserved < 0 {
-			b.flag("negative-stock", "", fmt.Sprintf("%s: available %d, reserved %d", sku, s.Available, s.Reserved), s.Op)
+			b.flag("negative-stock", "", fmt.Sprintf("%s %s: available %d, reserved %d", r.Name, k, s.Available, s.Reserved), s.Op)
 		}
 	}
-	if ix.Initial == nil {
-		if len(ix.Stock) > 0 {
-			b.unknown("no initial-stock op: cannot check stock conservation")
+	if f.Initial == nil {
+		if len(f.Final) > 0 {
+			b.unknown("no initial amounts of %s: cannot check its conservation", r.Name)
 		}
-	} else {
-		skus := make([]string, 0, len(ix.Initial.Stock))
-		for sku := range ix.Initial.Stock {
-			skus = append(skus, sku)
-		}
-		for _, sku := range ix.StockSKUs {
-			if _, ok := ix.Initial.Stock[sku]; !ok {
-				skus = append(skus, sku)
-			}
-		}
-		sort.Strings(skus)
-		held, heldOps, heldKnown := heldByApproved(ix)
-		for _, sku := range skus {
-			s, ok := ix.Stock[sku]
-			if !ok && !stockOK {
-				continue
-			}
-			if !ok {
-				b.unknown("no final stock for %s", sku)
-				continue
-			}
-			init := ix.Initial.Stock[sku]
-			if s.Available+s.Reserved != init {
-				b.flag("stock-not-conserved", "", fmt.Sprintf("%s: initial %d ≠ available %d + reserved %d", sku, init, s.Available, s.Reserved), ix.InitialOp, s.Op)
-				continue
-			}
-			if heldKnown == "" && s.Reserved != held[sku] {
-				b.flag("held-mismatch", "", fmt.Sprintf("%s: reserved %d but orders ended %s hold %d", sku, s.Reserved, spec.Success, held[sku]), append([]int64{ix.InitialOp, s.Op, ix.QuiesceOp}, heldOps[sku]...)...)
-			}
-		}
-		if heldKnown != "" && len(ix.Stock) > 0 {
-			b.unknown("reserved stock not compared with approved orders: %s", heldKnown)
+		return int64(len(f.Final))
+	}
+	keys := make([]string, 0, len(f.Initial))
+	for k := range f.Initial {
+		keys = append(keys, k)
+	}
+	for _, k := range f.Keys {
+		if _, ok := f.Initial[k]; !ok {
+			keys = append(keys, k)
 		}
 	}
-	// money
+	sort.Strings(keys)
+	held, heldOps, heldKnown := heldBySuccess(ix, r)
+	for _, k := range keys {
+		s, ok := f.Final[k]
+		if !ok && !finalOK {
+			continue
+		}
+		if !ok {
+			b.unknown("no final amount of %s %s", r.Name, k)
+			continue
+		}
+		init := f.Initial[k]
+		if s.Available+s.Reserved != init {
+			b.flag("stock-not-conserved", "", fmt.Sprintf("%s %s: initial %d ≠ available %d + reserved %d", r.Name, k, init, s.Available, s.Reserved), f.InitialOp, s.Op)
+			continue
+		}
+		if heldKnown == "" && s.Reserved != held[k] {
+			b.flag("held-mismatch", "", fmt.Sprintf("%s %s: reserved %d but sagas ended %s hold %d", r.Name, k, s.Reserved, spec.Success, held[k]), append([]int64{f.InitialOp, s.Op, ix.QuiesceOp}, heldOps[k]...)...)
+		}
+	}
+	if heldKnown != "" && len(f.Final) > 0 {
+		b.unknown("reserved %s not compared with what ended sagas hold: %s", r.Name, heldKnown)
+	}
+	return int64(len(f.Final))
+}
+
+// conservePayments checks money at one payments provider.
+func conservePayments(ix *Index, b *builder, r models.Resource) {
+	spec := ix.Spec
 	var charged, expected int64
 	for _, id := range ix.OrderIDs {
 		o := ix.Orders[id]
@@ -85,13 +112,13 @@ func checkConservation(ix *Index, b *builder) {
 		var ops []int64
 		for _, n := range o.Effects {
 			e := &ix.Effects[n]
-			if e.Replay || e.Proc != models.ProcGateway || e.Status != models.ChargeSucceeded {
+			if e.Replay || e.Proc != r.Proc || e.Status != models.EffectSucceeded {
 				continue
 			}
 			switch e.F {
-			case models.FCharge:
+			case r.Charge:
 				net += e.Amount
-			case models.FRefund:
+			case r.Refund:
 				net -= e.Amount
 			default:
 				continue
@@ -101,35 +128,40 @@ func checkConservation(ix *Index, b *builder) {
 		charged += net
 		if o.FinalOp < 0 || !spec.Terminal(o.Final.Status) {
 			if net != 0 {
-				b.unknown("order %s moved money but has no terminal final state", id)
+				b.unknown("saga %s moved money but has no terminal final state", id)
 			}
 			continue
 		}
 		var want int64
 		if o.Final.Status == spec.Success {
 			want = o.Final.Total
-			if req := ix.Request(o); want == 0 && req != nil {
-				want = req.Total
+			if want == 0 && r.HeldBy != nil {
+				if q, ok := pointerInt(ix.RequestBody(o), r.HeldBy.Quantity); ok {
+					want = q
+				}
 			}
 			if want == 0 {
-				b.unknown("order %s ended %s but its total is not recorded", id, o.Final.Status)
+				b.unknown("saga %s ended %s but its total is not recorded", id, o.Final.Status)
 				continue
 			}
 		}
 		expected += want
 		if net != want {
-			b.flag("money-mismatch", id, fmt.Sprintf("order %s: net %d at the gateway, want %d", o.Final.Status, net, want), append(ops, o.FinalOp)...)
+			b.flag("money-mismatch", id, fmt.Sprintf("saga %s: net %d at %s, want %d", o.Final.Status, net, r.Provider, want), append(ops, o.FinalOp)...)
 		}
 	}
-	b.stats["money-net"] = charged
-	b.stats["money-expected"] = expected
-	b.stats["skus"] = int64(len(ix.Stock))
+	b.stats["money-net"] += charged
+	b.stats["money-expected"] += expected
 }
 
-// heldByApproved sums item quantities of orders that ended in success, per
-// SKU, with the ops that prove them. It returns a reason when the sum
-// cannot be trusted (sagas still in flight, orders without final state).
-func heldByApproved(ix *Index) (map[string]int64, map[string][]int64, string) {
+// heldBySuccess sums, per key of counted resource r, what the sagas that
+// ended in success hold (r.HeldBy over their start bodies), with the ops
+// that prove it. It returns a reason when the sum cannot be trusted (sagas
+// still in flight, sagas without a final state or a known request).
+func heldBySuccess(ix *Index, r models.Resource) (map[string]int64, map[string][]int64, string) {
+	if r.HeldBy == nil {
+		return nil, nil, "the resource declares nothing that holds it"
+	}
 	if ix.Quiesce == nil {
 		return nil, nil, "no quiesce op"
 	}
@@ -137,7 +169,7 @@ func heldByApproved(ix *Index) (map[string]int64, map[string][]int64, string) {
 		return nil, nil, "quiesce could not ask the target: " + ix.Quiesce.Error
 	}
 	if ix.OrdersSnap != nil && !ix.OrdersSnap.Complete {
-		return nil, nil, "order list incomplete"
+		return nil, nil, "saga list incomplete"
 	}
 	if !ix.Quiesce.AllTerminal {
 		return nil, nil, "quiesce says sagas were still in flight"
@@ -148,27 +180,95 @@ func heldByApproved(ix *Index) (map[string]int64, map[string][]int64, string) {
 		o := ix.Orders[id]
 		if o.FinalOp < 0 {
 			if len(o.Acks) > 0 {
-				return nil, nil, "order " + id + " has no final state"
+				return nil, nil, "saga " + id + " has no final state"
 			}
 			continue
 		}
 		if !ix.Spec.Terminal(o.Final.Status) {
-			return nil, nil, "order " + id + " is not terminal"
+			return nil, nil, "saga " + id + " is not terminal"
 		}
 		if o.Final.Status != ix.Spec.Success {
 			continue
 		}
-		items := o.Final.Items
-		if req := ix.Request(o); len(items) == 0 && req != nil {
-			items = req.Items
+		var parts []heldPart
+		if len(o.Final.Items) > 0 && r.Name == models.LegacyStock {
+			for _, it := range o.Final.Items {
+				parts = append(parts, heldPart{it.SKU, int64(it.Qty)})
+			}
+		} else {
+			var ok bool
+			if parts, ok = holdings(ix.RequestBody(o), *r.HeldBy); !ok {
+				return nil, nil, "saga " + id + " has no known request holding " + r.Name
+			}
 		}
-		if len(items) == 0 {
-			return nil, nil, "order " + id + " has no items in its final state"
-		}
-		for _, it := range items {
-			held[it.SKU] += int64(it.Qty)
-			ops[it.SKU] = append(ops[it.SKU], o.FinalOp)
+		for _, p := range parts {
+			held[p.key] += p.qty
+			ops[p.key] = append(ops[p.key], o.FinalOp)
 		}
 	}
 	return held, ops, ""
+}
+
+type heldPart struct {
+	key string
+	qty int64
+}
+
+// holdings reads what a request body holds by h.
+func holdings(body any, h models.HeldBy) ([]heldPart, bool) {
+	if body == nil {
+		return nil, false
+	}
+	if h.Items == "" {
+		q, ok := pointerInt(body, h.Quantity)
+		if !ok {
+			return nil, false
+		}
+		key := ""
+		if h.Key != "" {
+			k, ok := models.Pointer(body, h.Key)
+			if key, _ = k.(string); !ok {
+				return nil, false
+			}
+		}
+		return []heldPart{{key, q}}, true
+	}
+	items, ok := models.Pointer(body, h.Items)
+	arr, isArr := items.([]any)
+	if !ok || !isArr || len(arr) == 0 {
+		return nil, false
+	}
+	var out []heldPart
+	for _, el := range arr {
+		m, _ := el.(map[string]any)
+		k, _ := m[h.Key].(string)
+		q, ok := number(m[h.Quantity])
+		if k == "" || !ok {
+			return nil, false
+		}
+		out = append(out, heldPart{k, q})
+	}
+	return out, true
+}
+
+func pointerInt(body any, ptr string) (int64, bool) {
+	if body == nil {
+		return 0, false
+	}
+	v, ok := models.Pointer(body, ptr)
+	if !ok {
+		return 0, false
+	}
+	return number(v)
+}
+
+func number(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	case float64:
+		return int64(n), n == float64(int64(n))
+	}
+	return 0, false
 }

@@ -89,6 +89,17 @@ type Index struct {
 	srcDBOnce sync.Once
 	srcDB     map[string]string
 
+	// The target's domain as the history declares it (decl.go): NoSaga for
+	// an outbox-only target, the resources to conserve, the seq source and
+	// the start op's function.
+	NoSaga        bool
+	Resources     []models.Resource
+	SeqFromOutbox bool
+	StartOp       string
+	// Res holds the counted resources' observations by name (the legacy
+	// stock ops feed Res["stock"] too).
+	Res map[string]*ResourceFacts
+
 	// spec-derived lookup tables
 	fwdEvent, compEvent map[string]int // event type -> step index
 	extraMatch          bool           // spec matches effect fields beyond status/kind
@@ -126,6 +137,27 @@ type KeyFacts struct {
 	Oks []KeyReply
 	// States are final-state ops whose order carries this key.
 	States []KeyReply
+	// Invoke is the first start invoke sent with the key (-1: none).
+	Invoke int64
+}
+
+// ResourceFacts is what the history says about one counted resource.
+type ResourceFacts struct {
+	Initial   map[string]int64
+	InitialOp int64
+	// Final by key; Keys in order of first appearance.
+	Final map[string]StockFact
+	Keys  []string
+	Snap  *SnapFact
+}
+
+func (ix *Index) res(name string) *ResourceFacts {
+	r := ix.Res[name]
+	if r == nil {
+		r = &ResourceFacts{InitialOp: -1, Final: map[string]StockFact{}}
+		ix.Res[name] = r
+	}
+	return r
 }
 
 // KeyReply ties an op to the order it names.
@@ -217,7 +249,10 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		parts:       make(map[topicPart]int32),
 		fwdEvent:    make(map[string]int),
 		compEvent:   make(map[string]int),
+		Res:         make(map[string]*ResourceFacts),
 	}
+	spec = ix.resolveDomain(h, spec)
+	ix.Spec = spec
 	if h == nil {
 		return ix
 	}
@@ -275,7 +310,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		switch op.Type {
 		case models.Invoke, models.Ok, models.Fail, models.Info:
 			switch {
-			case op.F == models.FPlaceOrder:
+			case ix.isStart(op):
 				ix.client(op, pending)
 			case op.Proc == models.ProcHarness:
 				ix.harness(op)
@@ -435,7 +470,7 @@ func (ix *Index) order(id string) *OrderFacts {
 func (ix *Index) key(k string) *KeyFacts {
 	f := ix.Keys[k]
 	if f == nil {
-		f = &KeyFacts{Key: k}
+		f = &KeyFacts{Key: k, Invoke: -1}
 		ix.Keys[k] = f
 		ix.KeyIDs = append(ix.KeyIDs, k)
 	}
@@ -459,7 +494,9 @@ func (ix *Index) client(op *models.Op, pending map[string]openInvoke) {
 		}
 		pending[op.Proc] = openInvoke{op.I, key}
 		if key != "" {
-			ix.key(key)
+			if kf := ix.key(key); kf.Invoke < 0 {
+				kf.Invoke = op.I
+			}
 		}
 	case models.Ok:
 		var r models.PlaceOrderReply
@@ -524,6 +561,16 @@ func (ix *Index) harness(op *models.Op) {
 			return
 		}
 		ix.Initial, ix.InitialOp = &s, op.I
+		r := ix.res(models.LegacyStock)
+		r.Initial, r.InitialOp = s.Stock, op.I
+	case models.FResourceInit:
+		var s models.ResourceInit
+		if err := op.Decode(&s); err != nil || s.Resource == "" {
+			ix.bad("harness:"+op.F, op.I)
+			return
+		}
+		r := ix.res(s.Resource)
+		r.Initial, r.InitialOp = s.Amounts, op.I
 	case models.FInterrupted:
 		ix.Interrupted = true
 	}
@@ -555,6 +602,21 @@ func (ix *Index) state(op *models.Op) {
 			ix.StockSKUs = append(ix.StockSKUs, s.SKU)
 		}
 		ix.Stock[s.SKU] = StockFact{Op: op.I, StockState: s}
+		ix.res(models.LegacyStock).put(s.SKU, StockFact{Op: op.I, StockState: s})
+	case models.FResourceState:
+		var s models.ResourceState
+		if op.Decode(&s) != nil || s.Resource == "" || s.Key == "" {
+			fail()
+			return
+		}
+		ix.res(s.Resource).put(s.Key, StockFact{Op: op.I, StockState: models.StockState{SKU: s.Key, Available: s.Available, Reserved: s.Reserved}})
+	case models.FResourceSnapshot:
+		var sn models.Snapshot
+		if op.Decode(&sn) != nil {
+			fail()
+			return
+		}
+		ix.res(sn.DB).Snap = &SnapFact{Op: op.I, OutboxSnapshot: models.OutboxSnapshot(sn)}
 	case models.FOutboxRow:
 		var r models.OutboxRow
 		if decodeRow(op.Value, &r, ix.strs) != nil {
@@ -607,6 +669,7 @@ func (ix *Index) state(op *models.Op) {
 			ix.OrdersSnap = f
 		case models.FStockSnapshot:
 			ix.StockSnap = f
+			ix.res(models.LegacyStock).Snap = f
 		default:
 			ix.AppliedSnaps = append(ix.AppliedSnaps, *f)
 		}

@@ -24,7 +24,7 @@ func TestReferenceUnderChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Keep each case small: a property test wants many quick runs.
-	spec.Orders = scenarios.Range{Min: 5, Max: 25}
+	spec.Sagas = scenarios.Range{Min: 5, Max: 25}
 	spec.Limits.Quiesce = scenarios.Duration(60 * time.Second)
 	harness.Check(t, m, spec)
 }

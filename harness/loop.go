@@ -41,7 +41,7 @@ func begin(o Options, dir *runstore.Dir) (*loop, error) {
 		return nil, err
 	}
 	rec.Record(models.ProcHarness, models.Info, models.FRunStart, "", info)
-	return &loop{o: o, dir: dir, rec: rec, log: o.Logger, info: info, start: time.Now(), status: Status{Planned: len(o.Scenario.Workload.Orders)}}, nil
+	return &loop{o: o, dir: dir, rec: rec, log: o.Logger, info: info, start: time.Now(), status: Status{Planned: len(o.Scenario.Workload.Sagas)}}, nil
 }
 
 // phase journals the start of a stage.
@@ -111,7 +111,7 @@ func check(l *loop) (models.Verdict, error) {
 		return models.Verdict{}, err
 	}
 	l.history = l.rec.History()
-	v := checkers.CheckAll(l.history, models.OrderSaga)
+	v := checkers.Check(l.history)
 	v.Run = l.info
 	return v, nil
 }

@@ -107,12 +107,12 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	l.cleanup(supervisor.OnAbort(func() { _ = e.Close() }))
 	l.cleanup(func() { _ = e.Close() })
-	w, err := world.Start(ctx, l.rec)
+	w, err := world.Start(ctx, l.rec, o.Manifest.World, world.WithLogger(l.log))
 	if err != nil {
 		return res, fmt.Errorf("start the world: %w", err)
 	}
 	l.cleanup(func() { _ = w.Close() })
-	l.rec.Record(models.ProcHarness, models.Info, models.FInitStock, "", models.InitialStock{Stock: sc.Workload.InitialStock})
+	recordResources(l, o.Manifest, sc)
 
 	l.phase("target-up")
 	tg, err := target.Start(ctx, target.Config{Manifest: o.Manifest, Env: e, World: w, Rec: l.rec, Log: l.log, Bin: bin, RunDir: dir.Path,
@@ -125,8 +125,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	drv := workload.New(l.rec, "http://"+client.Listen(), workload.WithTimeout(sc.Limits.ClientTimeout.D()), workload.WithLogger(l.log))
-	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Target: tg, Gateway: w.Gateway, Log: l.log}
+	drv := workload.New(l.rec, "http://"+client.Listen(), workload.WithSpec(*o.Manifest.Workload),
+		workload.WithTimeout(sc.Limits.ClientTimeout.D()), workload.WithLogger(l.log))
+	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Target: tg, World: w, Log: l.log}
 	if e.KafkaCluster() != nil || len(e.DirectBrokers()) > 0 {
 		nem.Rewinder = &nemesis.GroupRewinder{Brokers: e.DirectBrokers()}
 	}
@@ -139,7 +140,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	l.phase("heal")
 	heal(ctx, l, o.Manifest, e, tg)
 
-	obs := observe.Target{APIURL: "http://" + tg.APIAddr(), DSN: e.DirectDSN, Brokers: e.DirectBrokers(), Observe: o.Manifest.Observe}
+	obs := observeTarget(o.Manifest, drv)
+	obs.APIURL, obs.DSN, obs.Brokers = "http://"+tg.APIAddr(), e.DirectDSN, e.DirectBrokers()
 	for _, tp := range o.Manifest.Topics {
 		obs.Topics = append(obs.Topics, e.TopicName(tp.Name))
 	}
@@ -209,4 +211,27 @@ func observeState(ctx context.Context, l *loop, obs observe.Target) error {
 		l.log.Warn("observe", "err", err)
 	}
 	return nil
+}
+
+// recordResources journals the initial amounts of every counted resource
+// the scenario drew (or the manifest declared), before the target starts.
+func recordResources(l *loop, m *targets.Manifest, sc scenarios.Scenario) {
+	for _, r := range m.Resources {
+		if amounts, ok := sc.Workload.Resources[r.Name]; ok && r.Kind == "" {
+			l.rec.Record(models.ProcHarness, models.Info, models.FResourceInit, "", models.ResourceInit{Resource: r.Name, Amounts: amounts})
+		}
+	}
+}
+
+// observeTarget is what the quiesce and observe stages read of the
+// manifest: the workload's list or read, the saga (nil: outbox-only), the
+// counted resources' SQL and the observer SQL.
+func observeTarget(m *targets.Manifest, drv *workload.Driver) observe.Target {
+	t := observe.Target{Observe: m.Observe, Workload: m.Workload, Saga: m.Saga, IDs: drv.IDs, SeqFromOutbox: m.SeqFromOutbox()}
+	for _, r := range m.Resources {
+		if q, ok := m.ResourceQuery(r.Name); ok && r.Kind == "" {
+			t.Resources = append(t.Resources, observe.ResourceQuery{Name: r.Name, Query: q})
+		}
+	}
+	return t
 }

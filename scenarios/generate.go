@@ -24,6 +24,9 @@ type Catalog struct {
 	// Domain is the target's workload and resources (workload.go); nil
 	// draws empty bodies.
 	Domain *Domain
+	// Ambiguous lists "provider/action" for every world action that
+	// declares the nemesis may make it ambiguous.
+	Ambiguous []string
 }
 
 // Process is one component of the target as the generator sees it.
@@ -250,7 +253,7 @@ func drawFault(t *rapid.T, s *Spec, c Catalog, replicas map[string]int, nOrders 
 // aim is what a drawn run offers a fault, filtered by the spec's patterns.
 func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	inst := c.instancesOf(replicas)
-	a := faults.Aim{Links: filter(c.Links(replicas), s.Faults.Links)}
+	a := faults.Aim{Links: filter(c.Links(replicas), s.Faults.Links), Ambiguous: c.Ambiguous}
 	for _, p := range c.Processes {
 		for _, in := range inst[p.Name] {
 			if !matchAny(s.Faults.Components, in) {

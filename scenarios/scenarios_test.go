@@ -20,7 +20,8 @@ var testCatalog = Catalog{
 		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true},
 		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
 	},
-	Domain: orderDomain(),
+	Domain:    orderDomain(),
+	Ambiguous: []string{"gateway/charge"},
 	Failpoints: []FailpointRef{
 		{"relay.after-select", "relay"}, {"relay.after-publish", "relay"}, {"relay.after-mark", "relay"},
 		{"inventory.after-apply", "inventory"}, {"payment.after-charge", "payment"},

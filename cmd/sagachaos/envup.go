@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/sagachaos/sagachaos/harness/env"
 	"github.com/sagachaos/sagachaos/harness/target"
@@ -57,11 +58,13 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg := ef.config()
 	cfg.Logger = newLogger(stderr, false)
-	if m, err := target.Find(*targetName); err == nil {
-		cfg.Databases = m.Databases
-		for _, t := range m.Topics {
-			cfg.Topics = append(cfg.Topics, env.Topic{Name: t.Name, Partitions: t.Partitions})
-		}
+	m, err := target.Find(*targetName)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	cfg.Databases = m.Databases
+	for _, t := range m.Topics {
+		cfg.Topics = append(cfg.Topics, env.Topic{Name: t.Name, Partitions: t.Partitions})
 	}
 	e, err := env.Up(ctx, cfg)
 	if err != nil {
@@ -69,18 +72,21 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer e.Close()
 	rec, _ := models.NewRecorder(nil, models.Header{})
-	w, err := world.Start(ctx, rec)
+	w, err := world.Start(ctx, rec, m.World)
 	if err != nil {
 		return fail(2, "start the world: %v", err)
 	}
 	defer w.Close()
-	for name, addr := range map[string]string{"gateway": w.Gateway.Addr(), "carrier": w.Carrier.Addr(), "mailer": w.Mailer.Addr()} {
+	var world []string
+	for _, name := range w.Names() {
+		addr := w.Provider(name).Addr()
 		if _, err := e.NewLink("example→"+name, addr); err != nil {
 			return fail(2, "%v", err)
 		}
+		world = append(world, name+" http://"+addr)
 	}
 	e.Describe(stdout)
-	fmt.Fprintf(stdout, "world: gateway http://%s  carrier http://%s  mailer http://%s\n", w.Gateway.Addr(), w.Carrier.Addr(), w.Mailer.Addr())
+	fmt.Fprintf(stdout, "world: %s\n", strings.Join(world, "  "))
 	fmt.Fprintln(stdout, "up; Ctrl-C tears everything down")
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "tearing down")

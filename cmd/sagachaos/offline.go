@@ -29,7 +29,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	v := checkers.CheckAll(h, models.OrderSaga)
+	v := checkers.Check(h)
 	if old, err := reports.ReadVerdict(filepath.Join(dir, "verdict.json")); err == nil && old.Run.Scenario != "" {
 		v.Run = old.Run
 	}

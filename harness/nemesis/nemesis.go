@@ -58,7 +58,7 @@ type Nemesis struct {
 	Rec      *models.Recorder
 	Env      *env.Env
 	Target   Target
-	Gateway  faults.Gateway
+	World    faults.World
 	Rewinder Rewinder
 	Log      *slog.Logger
 

@@ -49,12 +49,16 @@ func (f *fakeTarget) Groups(instance string) ([]string, []string, error) {
 	return []string{instance}, []string{instance}, nil
 }
 
-type fakeGateway struct {
-	mode string
-	n    int
+type fakeWorld struct {
+	target, mode string
+	n            int
 }
 
-func (g *fakeGateway) InjectAmbiguous(mode string, n int) error { g.mode, g.n = mode, n; return nil }
+func (g *fakeWorld) InjectAmbiguous(target, mode string, n int) error {
+	g.target, g.mode, g.n = target, mode, n
+	return nil
+}
+func (g *fakeWorld) AmbiguousActions() []string { return []string{"gateway/charge"} }
 
 // trigger fires once n orders are "invoked" by the test.
 type counter struct {
@@ -108,8 +112,8 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 	}
 	rec, _ := models.NewRecorder(nil, models.Header{})
 	comps := &fakeTarget{armed: map[string]string{"f7": "relay-1"}}
-	gw := &fakeGateway{}
-	n := &Nemesis{Rec: rec, Env: e, Target: comps, Gateway: gw}
+	gw := &fakeWorld{}
+	n := &Nemesis{Rec: rec, Env: e, Target: comps, World: gw}
 	faults := []scenarios.Fault{
 		{ID: "f1", Kind: "link-down", Target: "payment→gateway", AfterOrders: 2, Duration: scenarios.Duration(400 * time.Millisecond)},
 		{ID: "f2", Kind: "kill", Target: "relay-1", AfterOrders: 1, Duration: scenarios.Duration(50 * time.Millisecond)},
@@ -146,7 +150,10 @@ func TestNemesisAppliesAndJournals(t *testing.T) {
 		t.Error("link still down after its window")
 	}
 	if gw.mode != "hang" || gw.n != 3 {
-		t.Errorf("gateway ambiguity = %q×%d, want hang×3", gw.mode, gw.n)
+		t.Errorf("world ambiguity = %q×%d, want hang×3", gw.mode, gw.n)
+	}
+	if gw.target != "gateway/charge" {
+		t.Errorf("world ambiguity aimed at %q, want gateway/charge (an older plan names no action: the first that declares ambiguity)", gw.target)
 	}
 	if len(comps.calls) != 2 || comps.calls[0] != "stop relay-1" || comps.calls[1] != "start relay-1" {
 		t.Errorf("component calls %v, want stop then start of relay-1", comps.calls)

@@ -47,7 +47,7 @@ func TestEveryKindHasAllItsParts(t *testing.T) {
 	tg := &fakeTarget{armed: map[string]string{}}
 	rw := &fakeRewinder{}
 	rec, _ := models.NewRecorder(nil, models.Header{})
-	n := &Nemesis{Rec: rec, Env: e, Target: tg, Gateway: &fakeGateway{}, Rewinder: rw}
+	n := &Nemesis{Rec: rec, Env: e, Target: tg, World: &fakeWorld{}, Rewinder: rw}
 
 	names := faults.Names()
 	if len(names) < 15 {

@@ -45,11 +45,11 @@ func (s system) Broker() (faults.Broker, error) {
 	return broker{c}, nil
 }
 
-func (s system) Gateway() (faults.Gateway, error) {
-	if s.n.Gateway == nil {
-		return nil, errors.New("no gateway")
+func (s system) World() (faults.World, error) {
+	if s.n.World == nil {
+		return nil, errors.New("no world")
 	}
-	return s.n.Gateway, nil
+	return s.n.World, nil
 }
 
 func (s system) Consumers() (faults.Consumers, error) {

@@ -162,7 +162,7 @@ func readKafka(ctx context.Context, t Target) ([]event, error) {
 				return // past the end taken at the start: not part of the snapshot
 			}
 			if !r.Attrs.IsControl() {
-				out = append(out, eventRecord(r))
+				out = append(out, eventRecord(r, t.SeqFromOutbox))
 			}
 			if r.Offset+1 >= end {
 				delete(want, k)
@@ -197,7 +197,10 @@ type event struct {
 // eventRecord reads the envelope headers of r. A missing, repeated or
 // unreadable header is named in Malformed; the op type is the type header
 // (empty when missing) and the op's order the aggregate_id header.
-func eventRecord(r *kgo.Record) event {
+//
+// Without a seq header (seqOptional: the target's per-aggregate order is its
+// outbox's), a missing seq is not a problem.
+func eventRecord(r *kgo.Record, seqOptional bool) event {
 	ev := event{EventRecord: models.EventRecord{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: string(r.Key),
 	}}
@@ -225,7 +228,11 @@ func eventRecord(r *kgo.Record) event {
 	ev.typ = get(models.HeaderType)
 	ev.aggregate = get(models.HeaderAggregateID)
 	ev.EventID = get(models.HeaderEventID)
-	if s := get(models.HeaderSeq); s != "" {
+	seqHeader := get
+	if seqOptional {
+		seqHeader = func(name string) string { return hs[name] }
+	}
+	if s := seqHeader(models.HeaderSeq); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
 			problems = append(problems, fmt.Sprintf("header seq %q is not a positive integer", s))

@@ -9,12 +9,15 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -34,17 +37,22 @@ const (
 // Snapshot closes one observation (models.Snapshot).
 type Snapshot = models.Snapshot
 
-// Terminal order statuses (docs/target-contract.md).
-const (
-	StatusApproved  = "APPROVED"
-	StatusCancelled = "CANCELLED"
-	StatusPending   = "PENDING"
-)
-
 // Target is what the observer needs to know about a running target.
 type Target struct {
-	// APIURL is the base URL of the workload API (GET /orders).
+	// APIURL is the base URL of the workload API.
 	APIURL string
+	// Workload says how to list (or read) the target's sagas; Saga is the
+	// saga spec (nil: an outbox-only target, with no saga to wait for).
+	Workload *models.Workload
+	Saga     *models.SagaSpec
+	// IDs returns the saga ids the clients were given (read one by one
+	// when the workload declares no list).
+	IDs func() []string
+	// Resources are the counted resources' queries, in order.
+	Resources []ResourceQuery
+	// SeqFromOutbox: the target's records carry no seq header (a missing
+	// one is not malformed).
+	SeqFromOutbox bool
 	// DSN returns a direct (unproxied) PostgreSQL URL for a database.
 	DSN func(db string) string
 	// Brokers are direct (unproxied) Kafka addresses.
@@ -75,6 +83,12 @@ func (t Target) httpClient() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second}
 }
 
+// ResourceQuery reads one counted resource.
+type ResourceQuery struct {
+	Name  string
+	Query targets.Query
+}
+
 func (t Target) logger() *slog.Logger {
 	if t.Logger != nil {
 		return t.Logger
@@ -82,62 +96,194 @@ func (t Target) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// apiOrder is one element of GET /orders.
-type apiOrder struct {
-	ID             string        `json:"id"`
-	Status         string        `json:"status"`
-	IdempotencyKey string        `json:"idempotency_key"`
-	Customer       string        `json:"customer"`
-	Items          []models.Item `json:"items"`
-	Card           string        `json:"card"`
-	Total          int64         `json:"total"`
-	Trail          []string      `json:"trail"`
+// sagaView is what the observer learns of one saga: from the workload's
+// list or read (pointers of models.ListSpec), or from the outbox
+// (status_from events).
+type sagaView struct {
+	ID, Status, Key string
+	Trail           []string
 }
 
-// listOrders fetches GET /orders, sorted by id so the history does not
-// depend on the target's map order.
-func listOrders(ctx context.Context, t Target) ([]apiOrder, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(t.APIURL, "/")+"/orders", nil)
+// listSagas returns every saga the target reports, sorted by id so the
+// history does not depend on the target's order. complete says the list is
+// every saga the target knows (a list; not saga-by-saga reads).
+func listSagas(ctx context.Context, t Target) (out []sagaView, complete bool, err error) {
+	switch {
+	case t.Saga != nil && t.Saga.StatusFrom == models.StatusFromEvents:
+		out, err = sagasFromEvents(ctx, t)
+		complete = err == nil
+	case t.Workload != nil && t.Workload.List != nil:
+		out, err = listAPI(ctx, t, *t.Workload.List)
+		complete = err == nil
+	case t.Workload != nil && t.Workload.Read != nil:
+		out, err = readEach(ctx, t, *t.Workload.Read)
+	default:
+		return nil, false, fmt.Errorf("the workload declares neither list nor read")
+	}
+	slices.SortFunc(out, func(a, b sagaView) int { return strings.Compare(a.ID, b.ID) })
+	return out, complete, err
+}
+
+func getJSON(ctx context.Context, t Target, path string) (any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(t.APIURL, "/")+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
 	resp, err := t.httpClient().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return nil, fmt.Errorf("list orders: read reply: %w", err)
+		return nil, fmt.Errorf("GET %s: read reply: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		b := string(body)
 		if len(b) > 200 {
 			b = b[:200] + "…"
 		}
-		return nil, fmt.Errorf("list orders: GET /orders answered %d: %s", resp.StatusCode, b)
+		return nil, fmt.Errorf("GET %s answered %d: %s", path, resp.StatusCode, b)
 	}
-	var out []apiOrder
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("list orders: decode reply: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("GET %s: decode reply: %w", path, err)
 	}
-	for i, o := range out {
-		if o.ID == "" {
-			return nil, fmt.Errorf("list orders: element %d has no id", i)
+	return v, nil
+}
+
+// view reads one saga's fields by the declared pointers; a missing id is
+// an error, a missing key or trail is not.
+func view(el any, id, status, key, trail string) (sagaView, error) {
+	var v sagaView
+	x, ok := models.Pointer(el, id)
+	switch s := x.(type) {
+	case string:
+		v.ID = s
+	case json.Number:
+		v.ID = s.String()
+	}
+	if !ok || v.ID == "" {
+		return v, fmt.Errorf("no id at %q", id)
+	}
+	if x, ok := models.Pointer(el, status); ok {
+		v.Status, _ = x.(string)
+	}
+	if x, ok := models.Pointer(el, key); ok {
+		v.Key, _ = x.(string)
+	}
+	if x, ok := models.Pointer(el, trail); ok {
+		if l, ok := x.([]any); ok {
+			for _, s := range l {
+				if s, ok := s.(string); ok {
+					v.Trail = append(v.Trail, s)
+				}
+			}
 		}
 	}
-	slices.SortFunc(out, func(a, b apiOrder) int { return strings.Compare(a.ID, b.ID) })
+	return v, nil
+}
+
+func listAPI(ctx context.Context, t Target, l models.ListSpec) ([]sagaView, error) {
+	v, err := getJSON(ctx, t, l.Path)
+	if err != nil {
+		return nil, fmt.Errorf("list sagas: %w", err)
+	}
+	items, ok := models.Pointer(v, l.Items)
+	arr, isArr := items.([]any)
+	if ok && items == nil {
+		isArr = true // JSON null: no saga
+	}
+	if !ok || !isArr {
+		return nil, fmt.Errorf("list sagas: GET %s: no JSON array at %q", l.Path, l.Items)
+	}
+	id, status, key, trail := l.Pointers()
+	out := make([]sagaView, 0, len(arr))
+	for i, el := range arr {
+		sv, err := view(el, id, status, key, trail)
+		if err != nil {
+			return nil, fmt.Errorf("list sagas: element %d: %w", i, err)
+		}
+		out = append(out, sv)
+	}
 	return out, nil
 }
 
-// Quiesce polls GET /orders every poll until every order the target knows is
-// APPROVED or CANCELLED, or until deadline, and records the outcome as one
-// FQuiesce state op. A deadline reached with sagas still pending is a
+func readEach(ctx context.Context, t Target, r models.ReadSpec) ([]sagaView, error) {
+	if t.IDs == nil {
+		return nil, errors.New("read sagas: no saga ids to read")
+	}
+	id, status, key, trail := r.Pointers()
+	var out []sagaView
+	for _, sid := range t.IDs() {
+		v, err := getJSON(ctx, t, strings.ReplaceAll(r.Path, "{id}", url.PathEscape(sid)))
+		if err != nil {
+			return out, fmt.Errorf("read saga %s: %w", sid, err)
+		}
+		sv, err := view(v, id, status, key, trail)
+		if err != nil {
+			return out, fmt.Errorf("read saga %s: %w", sid, err)
+		}
+		out = append(out, sv)
+	}
+	return out, nil
+}
+
+// sagasFromEvents derives every saga's status from the outbox rows (status
+// from events): the saga's success event makes it Success, its failure
+// event Failure; a saga with rows but neither, and an acknowledged saga
+// with no row yet, is Pending.
+func sagasFromEvents(ctx context.Context, t Target) ([]sagaView, error) {
+	s := t.Saga
+	status := map[string]string{}
+	if t.IDs != nil {
+		for _, id := range t.IDs() {
+			status[id] = s.Pending
+		}
+	}
+	for _, q := range t.Observe.Outbox {
+		rows, err := query(ctx, t, q, "aggregate_id", "type")
+		if err != nil {
+			return nil, fmt.Errorf("sagas from events: %w", err)
+		}
+		for _, r := range rows {
+			d := decoder{r: r}
+			agg, typ := d.str("aggregate_id"), d.str("type")
+			if d.err != nil || agg == "" {
+				continue
+			}
+			switch {
+			case typ == s.SuccessEvent:
+				status[agg] = s.Success
+			case typ == s.FailureEvent && status[agg] != s.Success:
+				status[agg] = s.Failure
+			case status[agg] == "":
+				status[agg] = s.Pending
+			}
+		}
+	}
+	out := make([]sagaView, 0, len(status))
+	for id, st := range status {
+		out = append(out, sagaView{ID: id, Status: st})
+	}
+	return out, nil
+}
+
+// Quiesce polls the target's sagas (listSagas) every poll until every saga
+// it knows is in a terminal status of the spec (success or failure), or
+// until deadline, and records the outcome as one FQuiesce state op. An
+// outbox-only target (no saga) has nothing to wait for: Quiesce records
+// nothing and returns at once. A deadline reached with sagas still pending is a
 // finding, not an error: it returns nil with AllTerminal false. It returns
 // an error only when the API never answered (the recorded op then has
 // AllTerminal false and no Pending list, which checkers must read as
 // unknown) or when ctx ended.
 func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll time.Duration) (models.Quiesce, error) {
+	if t.Saga == nil {
+		return models.Quiesce{AllTerminal: true}, nil
+	}
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
@@ -150,12 +296,12 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 		lastErr error
 	)
 	for {
-		orders, err := listOrders(dctx, t)
+		sagas, _, err := listSagas(dctx, t)
 		if err == nil {
 			answers++
 			q.Pending = q.Pending[:0]
-			for _, o := range orders {
-				if o.Status != StatusApproved && o.Status != StatusCancelled {
+			for _, o := range sagas {
+				if !t.Saga.Terminal(o.Status) {
 					q.Pending = append(q.Pending, o.ID)
 				}
 			}
@@ -183,21 +329,22 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 	}
 	q.WaitedMS = time.Since(start).Milliseconds()
 	if answers == 0 && lastErr != nil {
-		q.Error = "the orders API never answered: " + lastErr.Error()
+		q.Error = "the target's API never answered: " + lastErr.Error()
 	}
 	rec.Record(models.ProcObserver, models.State, models.FQuiesce, "", q)
 	switch {
 	case ctx.Err() != nil:
 		return q, fmt.Errorf("quiesce interrupted after %d ms: %w", q.WaitedMS, ctx.Err())
 	case answers == 0:
-		return q, fmt.Errorf("quiesce: the orders API never answered in %v: %w", deadline, lastErr)
+		return q, fmt.Errorf("quiesce: the target's API never answered in %v: %w", deadline, lastErr)
 	}
 	return q, nil
 }
 
 // Observe records, in this order: every Kafka record of every topic (events,
-// then one FKafkaSnapshot); every order from GET /orders (FOrderState, then
-// FOrdersSnapshot); stock rows (FStockState, then FStockSnapshot); outbox
+// then one FKafkaSnapshot); every saga the target reports (FOrderState, then
+// FOrdersSnapshot; none for an outbox-only target); each counted resource's
+// rows (FResourceState, then FResourceSnapshot); outbox
 // rows per query (FOutboxRow, then FOutboxSnapshot); applied rows per query
 // (FApplied, then FAppliedSnapshot). A part that fails is recorded as a
 // snapshot with Error and Complete=false and the rest goes on; Observe
@@ -213,9 +360,11 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 func Observe(ctx context.Context, rec *models.Recorder, t Target) error {
 	before := publishedBefore(ctx, t)
 	observeKafka(ctx, rec, t)
-	observeOrders(ctx, rec, t)
-	if q := t.Observe.Stock; q != nil {
-		observeStock(ctx, rec, t, *q)
+	if t.Saga != nil {
+		observeOrders(ctx, rec, t)
+	}
+	for _, r := range t.Resources {
+		observeResource(ctx, rec, t, r)
 	}
 	for _, q := range t.Observe.Outbox {
 		observeOutbox(ctx, rec, t, q, before[q.DB])
@@ -233,17 +382,22 @@ func Observe(ctx context.Context, rec *models.Recorder, t Target) error {
 }
 
 func observeOrders(ctx context.Context, rec *models.Recorder, t Target) {
-	orders, err := listOrders(ctx, t)
-	if err != nil {
-		t.logger().Warn("observe orders failed", "err", err)
+	sagas, complete, err := listSagas(ctx, t)
+	if err != nil && len(sagas) == 0 {
+		t.logger().Warn("observe sagas failed", "err", err)
 		rec.Record(models.ProcObserver, models.State, FOrdersSnapshot, "", Snapshot{Error: err.Error()})
 		return
 	}
-	for _, o := range orders {
+	for _, o := range sagas {
 		rec.Record(models.ProcObserver, models.State, models.FOrderState, o.ID, models.OrderState{
-			Status: o.Status, IdempotencyKey: o.IdempotencyKey, Customer: o.Customer,
-			Items: o.Items, Card: o.Card, Total: o.Total, Trail: o.Trail,
+			Status: o.Status, IdempotencyKey: o.Key, Trail: o.Trail,
 		})
 	}
-	rec.Record(models.ProcObserver, models.State, FOrdersSnapshot, "", Snapshot{Rows: len(orders), Complete: true})
+	snap := Snapshot{Rows: len(sagas), Complete: complete}
+	if err != nil {
+		snap.Error = err.Error()
+	} else if !complete {
+		snap.Error = "read saga by saga: a saga the clients were not told of may exist"
+	}
+	rec.Record(models.ProcObserver, models.State, FOrdersSnapshot, "", snap)
 }

@@ -70,6 +70,20 @@ func exec(t *testing.T, dsn string, stmts ...string) {
 	}
 }
 
+// apiOrder is one element of the order domain's GET /orders.
+type apiOrder struct {
+	ID             string        `json:"id"`
+	Status         string        `json:"status"`
+	IdempotencyKey string        `json:"idempotency_key,omitempty"`
+	Customer       string        `json:"customer,omitempty"`
+	Items          []models.Item `json:"items,omitempty"`
+	Card           string        `json:"card,omitempty"`
+	Total          int64         `json:"total,omitempty"`
+	Trail          []string      `json:"trail,omitempty"`
+}
+
+var orderDomain = targets.OrderDomain()
+
 // ordersAPI serves GET /orders from a function of the request count.
 func ordersAPI(t *testing.T, list func(n int) []apiOrder) *httptest.Server {
 	var (
@@ -128,6 +142,9 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 		}
 	})
 	target := Target{
+		Workload:  orderDomain.Workload,
+		Saga:      orderDomain.Saga,
+		Resources: []ResourceQuery{{Name: "stock", Query: targets.Query{DB: "inventory", SQL: `SELECT sku AS key, available, reserved FROM stock ORDER BY sku`}}},
 		DrainWait: 300 * time.Millisecond, // e-2 stays unpublished: do not wait the default
 		APIURL:    api.URL,
 		DSN:       e.DirectDSN,
@@ -135,7 +152,6 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 		Topics:    []string{"orders.events"},
 		Logger:    quiet,
 		Observe: targets.Observe{
-			Stock: &targets.Query{DB: "inventory", SQL: `SELECT sku, available, reserved FROM stock ORDER BY sku`},
 			Outbox: []targets.Query{
 				{DB: "orders", SQL: `SELECT id, event_id, aggregate_id, seq, type, topic, published FROM outbox ORDER BY id`, Complete: true},
 				{DB: "inventory", SQL: `SELECT id, event_id, aggregate_id, seq, type, topic, published FROM outbox`, Complete: true},
@@ -168,11 +184,11 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 		`event OrderCreated o-1 {"topic":"orders.events","partition":0,"offset":0,"key":"o-1","event_id":"e-1","seq":1,"source":"orders","timestamp_ns":TS,"payload":{}}`,
 		`state kafka-snapshot  {"topics":["orders.events"],"records":1,"complete":true}`,
 		`state order o-1 {"status":"CANCELLED","idempotency_key":"k1"}`,
-		`state order o-2 {"status":"APPROVED","idempotency_key":"k2","customer":"c-2","items":[{"sku":"sku-1","qty":2}],"card":"tok_visa","total":500,"trail":["create-order","approve"]}`,
+		`state order o-2 {"status":"APPROVED","idempotency_key":"k2","trail":["create-order","approve"]}`,
 		`state orders-snapshot  {"rows":2,"complete":true}`,
-		`state stock  {"sku":"sku-1","available":8,"reserved":2}`,
-		`state stock  {"sku":"sku-2","available":0,"reserved":0}`,
-		`state stock-snapshot  {"db":"inventory","rows":2,"complete":true}`,
+		`state resource  {"resource":"stock","key":"sku-1","available":8,"reserved":2}`,
+		`state resource  {"resource":"stock","key":"sku-2","available":0,"reserved":0}`,
+		`state resource-snapshot  {"db":"stock","rows":2,"complete":true}`,
 		`state outbox-row o-1 {"db":"orders","id":1,"event_id":"e-1","seq":1,"type":"OrderCreated","topic":"orders.events","published":true}`,
 		`state outbox-row o-1 {"db":"orders","id":2,"event_id":"e-2","seq":2,"type":"OrderCancelled","topic":"orders.events","published":false}`,
 		`state outbox-snapshot  {"db":"orders","rows":2,"complete":true}`,
@@ -194,7 +210,7 @@ func TestObserveWithTheAPIDownRecordsAFailedSnapshot(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	rec := newRecorder(t)
-	if err := Observe(context.Background(), rec, Target{APIURL: down.URL, Logger: quiet}); err != nil {
+	if err := Observe(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: down.URL, Logger: quiet}); err != nil {
 		t.Fatalf("Observe: %v (a failed part is recorded, not returned)", err)
 	}
 	ops := rec.Ops()
@@ -215,7 +231,7 @@ func TestObserveReportsAPIErrorsVerbatim(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	rec := newRecorder(t)
-	observeOrders(context.Background(), rec, Target{APIURL: srv.URL, Logger: quiet})
+	observeOrders(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: srv.URL, Logger: quiet})
 	var s Snapshot
 	rec.Ops()[0].Decode(&s)
 	if s.Complete || !strings.Contains(s.Error, "503") || !strings.Contains(s.Error, "db down") {
@@ -245,7 +261,7 @@ func TestQuiesce(t *testing.T) {
 			return []apiOrder{{ID: "o-1", Status: "APPROVED"}, {ID: "o-2", Status: st}}
 		})
 		rec := newRecorder(t)
-		q, err := Quiesce(context.Background(), rec, Target{APIURL: api.URL}, time.Minute, time.Millisecond)
+		q, err := Quiesce(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: api.URL}, time.Minute, time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +277,7 @@ func TestQuiesce(t *testing.T) {
 			return []apiOrder{{ID: "o-3", Status: "PENDING"}, {ID: "o-1", Status: "APPROVED"}, {ID: "o-2", Status: "WEIRD"}}
 		})
 		rec := newRecorder(t)
-		q, err := Quiesce(context.Background(), rec, Target{APIURL: api.URL}, 200*time.Millisecond, 10*time.Millisecond)
+		q, err := Quiesce(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: api.URL}, 200*time.Millisecond, 10*time.Millisecond)
 		if err != nil {
 			t.Fatalf("err %v: a deadline is evidence, not an error", err)
 		}
@@ -276,7 +292,7 @@ func TestQuiesce(t *testing.T) {
 		down := httptest.NewServer(http.NotFoundHandler())
 		down.Close()
 		rec := newRecorder(t)
-		q, err := Quiesce(context.Background(), rec, Target{APIURL: down.URL, Logger: quiet}, 100*time.Millisecond, 10*time.Millisecond)
+		q, err := Quiesce(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: down.URL, Logger: quiet}, 100*time.Millisecond, 10*time.Millisecond)
 		if err == nil || !strings.Contains(err.Error(), "never answered") || !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("err = %v", err)
 		}
@@ -287,7 +303,7 @@ func TestQuiesce(t *testing.T) {
 	t.Run("no orders at all is quiet", func(t *testing.T) {
 		api := ordersAPI(t, func(int) []apiOrder { return nil })
 		rec := newRecorder(t)
-		q, err := Quiesce(context.Background(), rec, Target{APIURL: api.URL}, time.Minute, time.Millisecond)
+		q, err := Quiesce(context.Background(), rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: api.URL}, time.Minute, time.Millisecond)
 		if err != nil || !q.AllTerminal {
 			t.Fatalf("%+v %v", q, err)
 		}
@@ -297,7 +313,7 @@ func TestQuiesce(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		rec := newRecorder(t)
-		_, err := Quiesce(ctx, rec, Target{APIURL: api.URL, Logger: quiet}, time.Minute, time.Millisecond)
+		_, err := Quiesce(ctx, rec, Target{Workload: orderDomain.Workload, Saga: orderDomain.Saga, APIURL: api.URL, Logger: quiet}, time.Minute, time.Millisecond)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,8 @@ import (
 type row map[string]any
 
 // query runs q against its database (direct DSN) and returns every row.
-// Rows read before an error are returned with it.
+// Rows read before an error are returned with it. A column ending in "?"
+// is optional: a result without it reads as NULL.
 func query(ctx context.Context, t Target, q targets.Query, cols ...string) ([]row, error) {
 	if t.DSN == nil {
 		return nil, fmt.Errorf("query %s: no DSN function", q.DB)
@@ -42,11 +44,15 @@ func query(ctx context.Context, t Target, q targets.Query, cols ...string) ([]ro
 	for i, fd := range rows.FieldDescriptions() {
 		idx[fd.Name] = i
 	}
+	var want []string
 	for _, c := range cols {
-		if _, ok := idx[c]; !ok {
-			return nil, fmt.Errorf("query %s: result has no column %q (want %v)", q.DB, c, cols)
+		name, optional := strings.CutSuffix(c, "?")
+		if _, ok := idx[name]; !ok && !optional {
+			return nil, fmt.Errorf("query %s: result has no column %q (want %v)", q.DB, name, cols)
 		}
+		want = append(want, name)
 	}
+	cols = want
 	var out []row
 	for rows.Next() {
 		vals, err := rows.Values()
@@ -55,7 +61,9 @@ func query(ctx context.Context, t Target, q targets.Query, cols ...string) ([]ro
 		}
 		r := row{}
 		for _, c := range cols {
-			r[c] = vals[idx[c]]
+			if i, ok := idx[c]; ok {
+				r[c] = vals[i]
+			}
 		}
 		out = append(out, r)
 	}
@@ -135,25 +143,29 @@ func (d *decoder) bool(c string) bool {
 	return v
 }
 
-func observeStock(ctx context.Context, rec *models.Recorder, t Target, q targets.Query) {
-	rows, err := query(ctx, t, q, "sku", "available", "reserved")
+// observeResource records one counted resource's rows (columns key,
+// available, reserved) and closes them with a FResourceSnapshot whose DB is
+// the resource's name.
+func observeResource(ctx context.Context, rec *models.Recorder, t Target, rq ResourceQuery) {
+	q := rq.Query
+	rows, err := query(ctx, t, q, "key", "available", "reserved")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
-		s := models.StockState{SKU: d.str("sku"), Available: d.int("available"), Reserved: d.int("reserved")}
+		s := models.ResourceState{Resource: rq.Name, Key: d.str("key"), Available: d.int("available"), Reserved: d.int("reserved")}
 		if d.err != nil {
-			err = fmt.Errorf("stock %s row %d: %w", q.DB, n+1, d.err)
+			err = fmt.Errorf("resource %s (%s) row %d: %w", rq.Name, q.DB, n+1, d.err)
 			break
 		}
-		rec.Record(models.ProcObserver, models.State, models.FStockState, "", s)
+		rec.Record(models.ProcObserver, models.State, models.FResourceState, "", s)
 		n++
 	}
-	snap := Snapshot{DB: q.DB, Rows: n, Complete: err == nil}
+	snap := Snapshot{DB: rq.Name, Rows: n, Complete: err == nil}
 	if err != nil {
 		snap.Error = err.Error()
-		t.logger().Warn("observe stock failed", "db", q.DB, "err", err)
+		t.logger().Warn("observe resource failed", "resource", rq.Name, "db", q.DB, "err", err)
 	}
-	rec.Record(models.ProcObserver, models.State, FStockSnapshot, "", snap)
+	rec.Record(models.ProcObserver, models.State, models.FResourceSnapshot, "", snap)
 }
 
 // defaultDrainWait bounds the wait for the outboxes to publish everything
@@ -221,7 +233,7 @@ func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
 const settleTime = 500 * time.Millisecond
 
 func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q targets.Query, publishedBefore map[string]bool) {
-	rows, err := query(ctx, t, q, "id", "event_id", "aggregate_id", "seq", "type", "topic", "published")
+	rows, err := query(ctx, t, q, "id", "event_id", "aggregate_id", "seq?", "type", "topic", "published")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
@@ -247,7 +259,7 @@ func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q target
 }
 
 func observeApplied(ctx context.Context, rec *models.Recorder, t Target, q targets.Query) {
-	rows, err := query(ctx, t, q, "consumer", "event_id", "aggregate_id", "source", "type", "seq", "position")
+	rows, err := query(ctx, t, q, "consumer", "event_id", "aggregate_id", "source", "type", "seq?", "position")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}

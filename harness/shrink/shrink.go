@@ -150,7 +150,7 @@ func Run(ctx context.Context, so Options) (res Result, err error) {
 			n := res.Candidates
 			mu.Unlock()
 			if so.Progress != nil {
-				so.Progress(fmt.Sprintf("candidate %d: %d orders, %d faults", n, len(sc.Workload.Orders), len(sc.Faults)))
+				so.Progress(fmt.Sprintf("candidate %d: %d sagas, %d faults", n, len(sc.Workload.Sagas), len(sc.Faults)))
 			}
 			failed, dir := runCase(sc, fmt.Sprintf("c%d", n))
 			if failed {
@@ -181,9 +181,9 @@ func Run(ctx context.Context, so Options) (res Result, err error) {
 }
 
 func size(sc scenarios.Scenario) int {
-	n := len(sc.Workload.Orders)*10 + len(sc.Faults)*100
-	for _, o := range sc.Workload.Orders {
-		n += len(o.Items)
+	n := len(sc.Workload.Sagas)*10 + len(sc.Faults)*100
+	for _, o := range sc.Workload.Sagas {
+		n += len(o.Body) / 16
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/sagachaos/sagachaos/scenarios"
@@ -75,5 +76,15 @@ func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
 	for _, f := range fps {
 		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component})
 	}
+	// The manifest's workload was validated when it was loaded.
+	c.Domain, _ = scenarios.NewDomain(m.Workload, m.Resources)
+	for _, p := range m.World {
+		for _, a := range p.Actions {
+			if a.Ambiguous {
+				c.Ambiguous = append(c.Ambiguous, p.Name+"/"+a.Name)
+			}
+		}
+	}
+	sort.Strings(c.Ambiguous)
 	return c
 }

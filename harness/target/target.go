@@ -96,7 +96,9 @@ type Target struct {
 	bin    string
 	runDir string
 	mutant string
-	stock  map[string]int64
+	// resources are the initial amounts of the counted resources
+	// ({{resource:NAME}}).
+	resources map[string]map[string]int64
 	// healthTimeout bounds how long one instance may take to become healthy.
 	healthTimeout time.Duration
 	fp            *failpointLog
@@ -133,7 +135,7 @@ func Start(ctx context.Context, cfg Config, sc scenarios.Scenario) (*Target, err
 		log = slog.Default()
 	}
 	t := &Target{m: cfg.Manifest, sup: supervisor.New(log), env: cfg.Env, world: cfg.World, rec: cfg.Rec, log: log,
-		bin: cfg.Bin, runDir: cfg.RunDir, mutant: cfg.Mutant, stock: sc.Workload.InitialStock,
+		bin: cfg.Bin, runDir: cfg.RunDir, mutant: cfg.Mutant, resources: sc.Workload.Resources,
 		healthTimeout: cfg.HealthTimeout, done: make(chan struct{}), instances: map[string]*instance{}}
 	if t.healthTimeout <= 0 {
 		t.healthTimeout = DefaultHealthTimeout
@@ -203,6 +205,7 @@ func (t *Target) start(ctx context.Context, sc scenarios.Scenario) error {
 			decl.Consumers = append(decl.Consumers, cd)
 		}
 	}
+	t.m.Declare(&decl) // the domain: the saga (or outbox-only), resources, seq source
 	t.rec.Record(models.ProcHarness, models.Info, models.FTarget, "", decl)
 	if err := t.arm(sc.Faults); err != nil {
 		return err

@@ -66,8 +66,13 @@ func (t *Target) fill(s string, in *instance) (string, error) {
 			return in.name
 		case "bin":
 			return t.bin
-		case "stock":
-			b, _ := json.Marshal(t.stock)
+		case "resource":
+			amounts, ok := t.resources[arg]
+			if !ok {
+				ferr = fmt.Errorf("%s: the scenario has no counted resource %q", m, arg)
+				return m
+			}
+			b, _ := json.Marshal(amounts)
 			return string(b)
 		case "topic":
 			return t.env.TopicName(arg)
@@ -93,19 +98,12 @@ func (t *Target) fill(s string, in *instance) (string, error) {
 			if !depends(arg) {
 				return m
 			}
-			var upstream string
-			switch arg {
-			case "gateway":
-				upstream = t.world.Gateway.Addr()
-			case "carrier":
-				upstream = t.world.Carrier.Addr()
-			case "mailer":
-				upstream = t.world.Mailer.Addr()
-			default:
-				ferr = fmt.Errorf("unknown world service in %s", m)
+			p := t.world.Provider(arg)
+			if p == nil {
+				ferr = fmt.Errorf("%s: no world provider %q (the manifest's world declares %v)", m, arg, t.world.Names())
 				return m
 			}
-			l, err := t.env.NewLink(scenarios.LinkName(in.name, arg), upstream)
+			l, err := t.env.NewLink(scenarios.LinkName(in.name, arg), p.Addr())
 			if err != nil {
 				ferr = err
 				return m

@@ -1,11 +1,13 @@
-// Package workload is the client side of a run: it places the orders of a
-// scenarios.Workload against a target's workload API (docs/target-contract.md)
-// and records every attempt in the history as invoke followed by ok, fail or
-// info.
+// Package workload is the client side of a run: it starts the sagas of a
+// scenarios.Workload against a target's workload API, as the manifest's
+// workload declares it (models.Workload: method, path, Idempotency-Key
+// header, where the id is in the answer; docs/target-contract.md), and
+// records every attempt in the history as invoke (the key and the body as
+// sent) followed by ok (the saga's id), fail or info.
 //
 // The one rule it never breaks: an attempt whose effect is uncertain (a
 // timeout, a dropped connection, a 5xx, a cancelled context) is recorded as
-// info, never as fail, because the order may exist. Checkers settle such ops
+// info, never as fail, because the saga may exist. Checkers settle such ops
 // from the final state.
 package workload
 
@@ -36,7 +38,7 @@ const (
 	maxBody = 1 << 20
 )
 
-// Driver places orders and records them. It is safe to call Invoked and
+// Driver starts sagas and records them. It is safe to call Invoked and
 // Subscribe from other goroutines while Run is running (the nemesis does).
 type Driver struct {
 	rec      *models.Recorder
@@ -46,10 +48,13 @@ type Driver struct {
 	backoff  time.Duration
 	log      *slog.Logger
 	onInvoke func(n int64)
+	spec     models.Workload
 
 	invoked atomic.Int64
 	mu      sync.Mutex
 	waiters []waiter
+	ids     []string // acknowledged saga ids, in order of first ack
+	idSeen  map[string]bool
 }
 
 type waiter struct {
@@ -77,6 +82,10 @@ func WithLogger(l *slog.Logger) Option { return func(dr *Driver) { dr.log = l } 
 // (default DefaultBackoff; the k-th retry waits k times it).
 func WithRetryBackoff(d time.Duration) Option { return func(dr *Driver) { dr.backoff = d } }
 
+// WithSpec sets the workload declaration the driver follows (default: POST
+// /sagas, op FStartSaga, the id at /id).
+func WithSpec(w models.Workload) Option { return func(dr *Driver) { dr.spec = w } }
+
 // OnInvoke registers a hook called with the new Invoked() count right after
 // each order's first invoke op is recorded. It runs on the client goroutine:
 // keep it short.
@@ -91,6 +100,8 @@ func New(rec *models.Recorder, baseURL string, opts ...Option) *Driver {
 		timeout: DefaultTimeout,
 		backoff: DefaultBackoff,
 		log:     slog.Default(),
+		spec:    models.Workload{Start: models.StartSpec{Path: "/sagas"}},
+		idSeen:  map[string]bool{},
 	}
 	for _, o := range opts {
 		o(d)
@@ -105,9 +116,9 @@ func New(rec *models.Recorder, baseURL string, opts ...Option) *Driver {
 	return d
 }
 
-// Invoked is the number of orders whose first attempt has been recorded.
+// Invoked is the number of sagas whose first attempt has been recorded.
 // Retries and duplicate submissions do not count: fault triggers count
-// orders, so a seed replays the same way whatever the outcomes.
+// sagas, so a seed replays the same way whatever the outcomes.
 func (d *Driver) Invoked() int64 { return d.invoked.Load() }
 
 // Subscribe returns a channel that is closed once Invoked() >= n (at once
@@ -144,7 +155,15 @@ func (d *Driver) countInvoke() {
 	}
 }
 
-// Run places every order of w: w.Clients goroutines named client-0…, each
+// IDs returns the saga ids the target acknowledged so far, in order of
+// first acknowledgement.
+func (d *Driver) IDs() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.ids...)
+}
+
+// Run starts every saga of w: w.Clients goroutines named client-0…, each
 // placing its own orders (OrderPlan.Client) in plan order, pausing Gap
 // before each. It returns when every client is done (nil) or when ctx ends
 // (ctx's error); in-flight requests are then recorded as info.
@@ -153,10 +172,10 @@ func (d *Driver) Run(ctx context.Context, w scenarios.Workload) error {
 	if clients < 1 {
 		clients = 1
 	}
-	plans := make([][]scenarios.OrderPlan, clients)
-	for _, o := range w.Orders {
+	plans := make([][]scenarios.SagaPlan, clients)
+	for _, o := range w.Sagas {
 		if o.Client < 0 || o.Client >= clients {
-			return fmt.Errorf("workload: order %q is for client %d, but the workload has %d clients", o.Key, o.Client, clients)
+			return fmt.Errorf("workload: saga %q is for client %d, but the workload has %d clients", o.Key, o.Client, clients)
 		}
 		plans[o.Client] = append(plans[o.Client], o)
 	}
@@ -172,11 +191,11 @@ func (d *Driver) Run(ctx context.Context, w scenarios.Workload) error {
 		}()
 	}
 	wg.Wait()
-	d.log.Info("workload done", "orders", len(w.Orders), "invoked", d.Invoked(), "interrupted", ctx.Err() != nil)
+	d.log.Info("workload done", "sagas", len(w.Sagas), "invoked", d.Invoked(), "interrupted", ctx.Err() != nil)
 	return ctx.Err()
 }
 
-func (d *Driver) runClient(ctx context.Context, proc string, orders []scenarios.OrderPlan) {
+func (d *Driver) runClient(ctx context.Context, proc string, orders []scenarios.SagaPlan) {
 	for _, o := range orders {
 		if !sleep(ctx, o.Gap.D()) {
 			return
@@ -187,11 +206,11 @@ func (d *Driver) runClient(ctx context.Context, proc string, orders []scenarios.
 	}
 }
 
-// placeOrder sends one order's submissions, each retried on an unknown
+// placeOrder sends one saga's submissions, each retried on an unknown
 // outcome up to RetryUnknown times (the budget is per submission: a double
 // click is a second, independent user action). It reports false when ctx
 // ended.
-func (d *Driver) placeOrder(ctx context.Context, proc string, o scenarios.OrderPlan) bool {
+func (d *Driver) placeOrder(ctx context.Context, proc string, o scenarios.SagaPlan) bool {
 	subs := max(o.Submissions, 1)
 	attempt := 0
 	for s := 0; s < subs; s++ {
@@ -212,12 +231,6 @@ func (d *Driver) placeOrder(ctx context.Context, proc string, o scenarios.OrderP
 	return ctx.Err() == nil
 }
 
-// orderReply is the 2xx body of POST /orders.
-type orderReply struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
-
 // errorReply is the error body of the workload API.
 type errorReply struct {
 	Code  string `json:"code"`
@@ -226,34 +239,38 @@ type errorReply struct {
 
 // attempt sends one request and records invoke and its completion. It
 // returns the completion's type.
-func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.OrderPlan, attempt int) models.OpType {
-	// Strings, ints and a slice of plain structs: Marshal cannot fail.
-	body, _ := json.Marshal(struct {
-		Customer string        `json:"customer"`
-		Items    []models.Item `json:"items"`
-		Card     string        `json:"card"`
-		Total    int64         `json:"total"`
-	}{o.Customer, o.Items, o.Card, o.Total})
-	d.rec.Record(proc, models.Invoke, models.FPlaceOrder, "", models.PlaceOrder{
-		Key: o.Key, Customer: o.Customer, Items: o.Items, Card: o.Card, Total: o.Total, Attempt: attempt,
-	})
+func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.SagaPlan, attempt int) models.OpType {
+	body := o.Body
+	if len(body) == 0 {
+		body = json.RawMessage("{}")
+	}
+	f := d.spec.OpName()
+	d.rec.Record(proc, models.Invoke, f, "", models.StartSaga{Key: o.Key, Attempt: attempt, Body: body})
 	if attempt == 1 {
 		d.countInvoke()
 	}
 	info := func(status int, code, msg string) models.OpType {
-		d.log.Debug("place-order outcome unknown", "proc", proc, "key", o.Key, "attempt", attempt, "status", status, "err", msg)
-		d.rec.Record(proc, models.Info, models.FPlaceOrder, "", models.ClientFailure{Key: o.Key, Status: status, Code: code, Error: msg})
+		d.log.Debug("start outcome unknown", "proc", proc, "key", o.Key, "attempt", attempt, "status", status, "err", msg)
+		d.rec.Record(proc, models.Info, f, "", models.ClientFailure{Key: o.Key, Status: status, Code: code, Error: msg})
 		return models.Info
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.base+"/orders", bytes.NewReader(body))
+	method := d.spec.Start.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(rctx, method, d.base+d.spec.Start.Path, bytes.NewReader(body))
 	if err != nil {
 		return info(0, "", fmt.Sprintf("build request: %v", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", o.Key)
+	keyHeader := d.spec.Start.KeyHeader
+	if keyHeader == "" {
+		keyHeader = "Idempotency-Key"
+	}
+	req.Header.Set(keyHeader, o.Key)
 	// net/http silently re-sends a request that carries an Idempotency-Key
 	// when a reused connection breaks. Without GetBody it cannot, so every
 	// send the target sees is an attempt the history shows.
@@ -271,19 +288,25 @@ func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.OrderPlan
 		if rerr != nil {
 			return info(st, "", fmt.Sprintf("read %d reply: %s", st, unknownOutcome(ctx, rctx, rerr)))
 		}
-		var r orderReply
-		if err := json.Unmarshal(raw, &r); err != nil || r.ID == "" {
-			// Accepted, but we cannot say which order: unknown, not ok.
-			return info(st, "", fmt.Sprintf("%d reply without an order id: %q", st, truncate(raw)))
+		id := d.answerID(raw)
+		if id == "" {
+			// Accepted, but we cannot say which saga: unknown, not ok.
+			return info(st, "", fmt.Sprintf("%d reply without a saga id at %q: %q", st, d.idPointer(), truncate(raw)))
 		}
-		d.rec.Record(proc, models.Ok, models.FPlaceOrder, r.ID, models.PlaceOrderReply{
-			Key: o.Key, Status: st, Order: r.ID, Replayed: strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"),
+		d.rec.Record(proc, models.Ok, f, id, models.PlaceOrderReply{
+			Key: o.Key, Status: st, Order: id, Replayed: strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true"),
 		})
+		d.mu.Lock()
+		if !d.idSeen[id] {
+			d.idSeen[id] = true
+			d.ids = append(d.ids, id)
+		}
+		d.mu.Unlock()
 		return models.Ok
 	case st >= 400 && st < 500:
 		var e errorReply
 		if rerr == nil && json.Unmarshal(raw, &e) == nil && e.Code != "" {
-			d.rec.Record(proc, models.Fail, models.FPlaceOrder, "", models.ClientFailure{Key: o.Key, Status: st, Code: e.Code, Error: e.Error})
+			d.rec.Record(proc, models.Fail, f, "", models.ClientFailure{Key: o.Key, Status: st, Code: e.Code, Error: e.Error})
 			return models.Fail
 		}
 		// A 4xx without the API's error shape may come from something in
@@ -298,6 +321,35 @@ func (d *Driver) attempt(ctx context.Context, proc string, o scenarios.OrderPlan
 		}
 		return info(st, e.Code, msg)
 	}
+}
+
+func (d *Driver) idPointer() string {
+	if d.spec.Start.ID == "" {
+		return "/id"
+	}
+	return d.spec.Start.ID
+}
+
+// answerID reads the saga id from a 2xx answer: a string, or a number
+// written in decimal.
+func (d *Driver) answerID(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return ""
+	}
+	x, ok := models.Pointer(v, d.idPointer())
+	if !ok {
+		return ""
+	}
+	switch id := x.(type) {
+	case string:
+		return id
+	case json.Number:
+		return id.String()
+	}
+	return ""
 }
 
 // unknownOutcome describes a transport error, saying which deadline ended

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
 )
+
+var orderSpec = *targets.OrderDomain().Workload
 
 func newRecorder(t *testing.T) *models.Recorder {
 	t.Helper()
@@ -25,19 +29,20 @@ func newRecorder(t *testing.T) *models.Recorder {
 	return rec
 }
 
-func plan(key string, client int, mods ...func(*scenarios.OrderPlan)) scenarios.OrderPlan {
-	o := scenarios.OrderPlan{Key: key, Customer: "c-" + key, Items: []models.Item{{SKU: "sku-1", Qty: 2}}, Card: "tok_visa", Total: 2500, Client: client}
+func plan(key string, client int, mods ...func(*scenarios.SagaPlan)) scenarios.SagaPlan {
+	body := `{"customer":"c-` + key + `","items":[{"sku":"sku-1","qty":2}],"card":"tok_visa","total":2500}`
+	o := scenarios.SagaPlan{Key: key, Body: json.RawMessage(body), Client: client}
 	for _, m := range mods {
 		m(&o)
 	}
 	return o
 }
 
-func submissions(n int) func(*scenarios.OrderPlan) {
-	return func(o *scenarios.OrderPlan) { o.Submissions = n }
+func submissions(n int) func(*scenarios.SagaPlan) {
+	return func(o *scenarios.SagaPlan) { o.Submissions = n }
 }
-func retryUnknown(n int) func(*scenarios.OrderPlan) {
-	return func(o *scenarios.OrderPlan) { o.RetryUnknown = n }
+func retryUnknown(n int) func(*scenarios.SagaPlan) {
+	return func(o *scenarios.SagaPlan) { o.RetryUnknown = n }
 }
 
 // render writes each client op as one comparable line and checks the
@@ -51,11 +56,11 @@ func render(t *testing.T, ops []models.Op) []string {
 		}
 		switch op.Type {
 		case models.Invoke:
-			var v models.PlaceOrder
+			var v models.StartSaga
 			if err := op.Decode(&v); err != nil {
 				t.Fatal(err)
 			}
-			if v.Customer != "c-"+v.Key || v.Card != "tok_visa" || v.Total != 2500 || len(v.Items) != 1 {
+			if string(v.Body) != `{"customer":"c-`+v.Key+`","items":[{"sku":"sku-1","qty":2}],"card":"tok_visa","total":2500}` {
 				t.Fatalf("op %v: invoke value does not carry the request", op)
 			}
 			out = append(out, fmt.Sprintf("%s invoke %s #%d", op.Proc, v.Key, v.Attempt))
@@ -88,7 +93,7 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 	cases := []struct {
 		name   string
 		script []string
-		mods   []func(*scenarios.OrderPlan)
+		mods   []func(*scenarios.SagaPlan)
 		want   []string
 		// requests the server must have seen: every send is an attempt in
 		// the history, none hidden by the HTTP client.
@@ -99,7 +104,7 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 			"client-0 invoke k #1",
 			"client-0 ok k o-1 202 replayed=false",
 		}, 1, true},
-		{"double submission replays", nil, []func(*scenarios.OrderPlan){submissions(3)}, []string{
+		{"double submission replays", nil, []func(*scenarios.SagaPlan){submissions(3)}, []string{
 			"client-0 invoke k #1",
 			"client-0 ok k o-1 202 replayed=false",
 			"client-0 invoke k #2",
@@ -107,7 +112,7 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 			"client-0 invoke k #3",
 			"client-0 ok k o-1 202 replayed=true",
 		}, 3, true},
-		{"definite refusal is fail", []string{bBadRequest}, []func(*scenarios.OrderPlan){retryUnknown(3)}, []string{
+		{"definite refusal is fail", []string{bBadRequest}, []func(*scenarios.SagaPlan){retryUnknown(3)}, []string{
 			"client-0 invoke k #1",
 			"client-0 fail k 400 bad_request",
 		}, 1, false},
@@ -115,13 +120,13 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 			"client-0 invoke k #1",
 			"client-0 info k 503 unavailable",
 		}, 1, false},
-		{"500 after commit, retried", []string{b500Created}, []func(*scenarios.OrderPlan){retryUnknown(1)}, []string{
+		{"500 after commit, retried", []string{b500Created}, []func(*scenarios.SagaPlan){retryUnknown(1)}, []string{
 			"client-0 invoke k #1",
 			"client-0 info k 500 internal",
 			"client-0 invoke k #2",
 			"client-0 ok k o-1 202 replayed=true",
 		}, 2, true},
-		{"resets then success", []string{bResetBefore, bResetAfter}, []func(*scenarios.OrderPlan){retryUnknown(2)}, []string{
+		{"resets then success", []string{bResetBefore, bResetAfter}, []func(*scenarios.SagaPlan){retryUnknown(2)}, []string{
 			"client-0 invoke k #1",
 			"client-0 info k 0 ",
 			"client-0 invoke k #2",
@@ -129,7 +134,7 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 			"client-0 invoke k #3",
 			"client-0 ok k o-1 202 replayed=true",
 		}, 3, true},
-		{"retries run out", []string{bResetBefore, bResetBefore, bResetBefore}, []func(*scenarios.OrderPlan){retryUnknown(1)}, []string{
+		{"retries run out", []string{bResetBefore, bResetBefore, bResetBefore}, []func(*scenarios.SagaPlan){retryUnknown(1)}, []string{
 			"client-0 invoke k #1",
 			"client-0 info k 0 ",
 			"client-0 invoke k #2",
@@ -147,7 +152,7 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 			"client-0 invoke k #1",
 			"client-0 info k 200 ",
 		}, 1, false},
-		{"each submission has its own retries", []string{bResetBefore, bOK, bResetBefore}, []func(*scenarios.OrderPlan){submissions(2), retryUnknown(1)}, []string{
+		{"each submission has its own retries", []string{bResetBefore, bOK, bResetBefore}, []func(*scenarios.SagaPlan){submissions(2), retryUnknown(1)}, []string{
 			"client-0 invoke k #1",
 			"client-0 info k 0 ",
 			"client-0 invoke k #2",
@@ -162,8 +167,8 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv, hs := newFakeOrders(t, map[string][]string{"k": c.script})
 			rec := newRecorder(t)
-			d := New(rec, hs.URL, WithTimeout(300*time.Millisecond), WithRetryBackoff(time.Millisecond))
-			w := scenarios.Workload{Clients: 1, Orders: []scenarios.OrderPlan{plan("k", 0, c.mods...)}}
+			d := New(rec, hs.URL, WithSpec(orderSpec), WithTimeout(300*time.Millisecond), WithRetryBackoff(time.Millisecond))
+			w := scenarios.Workload{Clients: 1, Sagas: []scenarios.SagaPlan{plan("k", 0, c.mods...)}}
 			if err := d.Run(context.Background(), w); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -189,8 +194,8 @@ func TestOutcomesAreRecordedHonestly(t *testing.T) {
 func TestInfoNamesTheCause(t *testing.T) {
 	_, hs := newFakeOrders(t, map[string][]string{"hang": {bHangCreated}, "reset": {bResetAfter}})
 	rec := newRecorder(t)
-	d := New(rec, hs.URL, WithTimeout(200*time.Millisecond))
-	w := scenarios.Workload{Clients: 1, Orders: []scenarios.OrderPlan{plan("hang", 0), plan("reset", 0)}}
+	d := New(rec, hs.URL, WithSpec(orderSpec), WithTimeout(200*time.Millisecond))
+	w := scenarios.Workload{Clients: 1, Sagas: []scenarios.SagaPlan{plan("hang", 0), plan("reset", 0)}}
 	if err := d.Run(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +218,7 @@ func TestClientsPlaceTheirOrdersInPlanOrder(t *testing.T) {
 		mu   sync.Mutex
 		seen []int64
 	)
-	d := New(rec, hs.URL, OnInvoke(func(n int64) {
+	d := New(rec, hs.URL, WithSpec(orderSpec), OnInvoke(func(n int64) {
 		// The hook runs after the invoke op is in the history, so a fault
 		// triggered on it lands after the n-th order's invoke.
 		invokes := 0
@@ -237,7 +242,7 @@ func TestClientsPlaceTheirOrdersInPlanOrder(t *testing.T) {
 		if i%7 == 0 {
 			o.Gap = scenarios.Duration(time.Millisecond)
 		}
-		w.Orders = append(w.Orders, o)
+		w.Sagas = append(w.Sagas, o)
 	}
 	early := d.Subscribe(10)
 	never := d.Subscribe(orders + 1)
@@ -294,11 +299,11 @@ func TestCancelMidRequestIsUnknown(t *testing.T) {
 	for i := range 6 {
 		k := fmt.Sprintf("k%d", i)
 		script[k] = []string{bHangCreated}
-		w.Orders = append(w.Orders, plan(k, i%2, retryUnknown(5)))
+		w.Sagas = append(w.Sagas, plan(k, i%2, retryUnknown(5)))
 	}
 	_, hs := newFakeOrders(t, script)
 	rec := newRecorder(t)
-	d := New(rec, hs.URL, WithTimeout(time.Minute))
+	d := New(rec, hs.URL, WithSpec(orderSpec), WithTimeout(time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-d.Subscribe(2) // both clients are in a request that will never end
@@ -327,9 +332,9 @@ func TestCancelMidRequestIsUnknown(t *testing.T) {
 
 func TestRunRejectsAnOrderForAMissingClient(t *testing.T) {
 	rec := newRecorder(t)
-	d := New(rec, "http://127.0.0.1:1")
-	err := d.Run(context.Background(), scenarios.Workload{Clients: 2, Orders: []scenarios.OrderPlan{plan("k", 2)}})
-	if err == nil || !strings.Contains(err.Error(), `order "k" is for client 2`) {
+	d := New(rec, "http://127.0.0.1:1", WithSpec(orderSpec))
+	err := d.Run(context.Background(), scenarios.Workload{Clients: 2, Sagas: []scenarios.SagaPlan{plan("k", 2)}})
+	if err == nil || !strings.Contains(err.Error(), `saga "k" is for client 2`) {
 		t.Fatalf("err = %v", err)
 	}
 	if rec.Len() != 0 {
@@ -341,8 +346,8 @@ func TestRunRejectsAnOrderForAMissingClient(t *testing.T) {
 // still ends.
 func TestTargetDown(t *testing.T) {
 	rec := newRecorder(t)
-	d := New(rec, "http://127.0.0.1:1", WithRetryBackoff(time.Millisecond))
-	w := scenarios.Workload{Clients: 1, Orders: []scenarios.OrderPlan{plan("k", 0, retryUnknown(1))}}
+	d := New(rec, "http://127.0.0.1:1", WithSpec(orderSpec), WithRetryBackoff(time.Millisecond))
+	w := scenarios.Workload{Clients: 1, Sagas: []scenarios.SagaPlan{plan("k", 0, retryUnknown(1))}}
 	if err := d.Run(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +364,9 @@ func BenchmarkRun(b *testing.B) {
 	rec, _ := models.NewRecorder(io.Discard, models.Header{})
 	w := scenarios.Workload{Clients: 8}
 	for i := range b.N {
-		w.Orders = append(w.Orders, plan(fmt.Sprintf("k%d", i), i%8))
+		w.Sagas = append(w.Sagas, plan(fmt.Sprintf("k%d", i), i%8))
 	}
-	d := New(rec, hs.URL, WithLogger(slog.New(slog.DiscardHandler)))
+	d := New(rec, hs.URL, WithSpec(orderSpec), WithLogger(slog.New(slog.DiscardHandler)))
 	b.ResetTimer()
 	if err := d.Run(context.Background(), w); err != nil {
 		b.Fatal(err)

@@ -63,7 +63,7 @@ func charge(c *call, amb, key string) outcome {
 		e.Status, ans = models.EffectDeclined, c.decline(id)
 	}
 	p.record(e)
-	return outcome{order: c.saga, answer: ans, effect: c.effect(id, e.Status, amb, key, map[string]any{amountField(c.a): amount})}
+	return outcome{order: c.saga, answer: ans, effect: c.effect(id, e.Status, amb, key, map[string]any{"amount": amount})}
 }
 
 func refund(c *call, amb, key string) outcome {
@@ -76,7 +76,7 @@ func refund(c *call, amb, key string) outcome {
 	reject := func(status int, code, msg string, amount int64) outcome {
 		p.record(&Effect{Action: c.a.Name, Saga: saga, Status: models.EffectRejected, Amount: amount, Request: c.body})
 		return outcome{order: saga, answer: rejected(status, code, msg),
-			effect: c.effect("", models.EffectRejected, amb, key, map[string]any{field: amount})}
+			effect: c.effect("", models.EffectRejected, amb, key, map[string]any{"amount": amount})}
 	}
 	if ch == nil || ch.Action != c.a.Refers.Action {
 		return reject(http.StatusNotFound, "charge_not_found", "no charge "+ref, asked)
@@ -99,5 +99,5 @@ func refund(c *call, amb, key string) outcome {
 	ch.Refunded += amount
 	id := p.nextID(c.a)
 	p.record(&Effect{Action: c.a.Name, ID: id, Saga: saga, Status: models.EffectSucceeded, Amount: amount, Request: c.body})
-	return outcome{order: saga, answer: c.success(id), effect: c.effect(id, models.EffectSucceeded, amb, key, map[string]any{field: amount})}
+	return outcome{order: saga, answer: c.success(id), effect: c.effect(id, models.EffectSucceeded, amb, key, map[string]any{"amount": amount})}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"github.com/sagachaos/sagachaos/models"
 )
@@ -106,4 +107,15 @@ func (w *World) AmbiguousActions() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// InjectAmbiguous makes the next n new calls of target ("provider/action")
+// ambiguous in mode (Provider.InjectAmbiguous).
+func (w *World) InjectAmbiguous(target, mode string, n int) error {
+	name, action, _ := strings.Cut(target, "/")
+	p := w.byName[name]
+	if p == nil {
+		return fmt.Errorf("world: no provider %q (target %q; want provider/action)", name, target)
+	}
+	return p.InjectAmbiguous(action, mode, n)
 }

@@ -150,6 +150,9 @@ type Aim struct {
 	// Failpoints are the declared failpoints with the instances of the
 	// process that owns each.
 	Failpoints []FailpointAim
+	// Ambiguous are the world actions ("provider/action") that declare
+	// the nemesis may make them ambiguous.
+	Ambiguous []string
 }
 
 // FailpointAim is one declared failpoint and its process's instances.
@@ -169,6 +172,7 @@ var exampleAim = Aim{
 	Components: []string{"component"},
 	Consumers:  []string{"component"},
 	Failpoints: []FailpointAim{{Name: "component.point", Instances: []string{"component"}}},
+	Ambiguous:  []string{"provider/action"},
 }
 
 // Example draws a fault of the named kind for a run that offers one of

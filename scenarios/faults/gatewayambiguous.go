@@ -7,9 +7,12 @@ import (
 	"pgregory.net/rapid"
 )
 
-// GatewayAmbiguous makes the payment gateway's next charges ambiguous: the
-// charge is applied, then answered 500 or never answered. Injections queue:
-// a second one does not replace a pending one.
+// GatewayAmbiguous makes the next calls of a world action ambiguous: the
+// call is applied, then answered 500 or never answered. Its target is any
+// provider action that declares ambiguity ("provider/action"; the order
+// domain's gateway/charge); the kind keeps its older name so scenario files
+// keep working. Injections queue: a second one does not replace a pending
+// one.
 type GatewayAmbiguous struct {
 	Mode  string `json:"mode" doc:"500 (answer an error) or hang (never answer)"`
 	Count int    `json:"count" doc:"charges made ambiguous"`
@@ -22,7 +25,7 @@ func (*GatewayAmbiguous) Name() string { return "gateway-ambiguous" }
 
 // Doc implements Kind.
 func (*GatewayAmbiguous) Doc() string {
-	return "the gateway applies its next N charges, then answers 500 or hangs"
+	return "a world action that declares ambiguity (target provider/action) applies its next N calls, then answers 500 or hangs"
 }
 
 // Validate implements Kind.
@@ -36,24 +39,40 @@ func (p *GatewayAmbiguous) Validate() error {
 	return nil
 }
 
-// Draw implements Kind: 500 or hang, 1–3 charges.
-func (p *GatewayAmbiguous) Draw(t *rapid.T, _ Aim) (string, bool) {
+// Draw implements Kind: an action that declares ambiguity (no draw when
+// there is one), 500 or hang, 1–3 calls.
+func (p *GatewayAmbiguous) Draw(t *rapid.T, a Aim) (string, bool) {
+	var target string
+	switch len(a.Ambiguous) {
+	case 0:
+		return "", false
+	case 1:
+		target = a.Ambiguous[0]
+	default:
+		target = Pick(t, a.Ambiguous, "action")
+	}
 	p.Mode = "500"
 	if rapid.Bool().Draw(t, "hang") {
 		p.Mode = "hang"
 	}
 	p.Count = drawCount(t, 3)
-	return "", true
+	return target, true
 }
 
 // Apply implements Kind: an instant fault.
-func (p *GatewayAmbiguous) Apply(_ context.Context, s System, _ Fault) (Effect, error) {
-	g, err := s.Gateway()
+// An older plan names no target: the first action that declares ambiguity
+// (the order domain's gateway charge).
+func (p *GatewayAmbiguous) Apply(_ context.Context, s System, f Fault) (Effect, error) {
+	w, err := s.World()
 	if err != nil {
 		return Effect{}, err
 	}
-	if err := g.InjectAmbiguous(p.Mode, p.Count); err != nil {
+	target := f.Target
+	if acts := w.AmbiguousActions(); target == "" && len(acts) > 0 {
+		target = acts[0]
+	}
+	if err := w.InjectAmbiguous(target, p.Mode, p.Count); err != nil {
 		return Effect{}, err
 	}
-	return Effect{Detail: map[string]string{"effect": "queued", "mode": p.Mode, "count": strconv.Itoa(p.Count)}}, nil
+	return Effect{Detail: map[string]string{"effect": "queued", "action": target, "mode": p.Mode, "count": strconv.Itoa(p.Count)}}, nil
 }

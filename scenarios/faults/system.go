@@ -11,7 +11,7 @@ type System interface {
 	Components() Components
 	Postgres() (Postgres, error)
 	Broker() (Broker, error)
-	Gateway() (Gateway, error)
+	World() (World, error)
 	Consumers() (Consumers, error)
 	Failpoints() Failpoints
 }
@@ -70,11 +70,14 @@ type BrokerFault interface {
 	Remove()
 }
 
-// Gateway is the world's payment provider.
-type Gateway interface {
-	// InjectAmbiguous makes the next n charges ambiguous: applied, then
-	// answered 500 ("500") or never answered ("hang").
-	InjectAmbiguous(mode string, n int) error
+// World is the target's world providers (the manifest's world).
+type World interface {
+	// InjectAmbiguous makes the next n calls of target ("provider/action",
+	// an action that declares ambiguity) ambiguous: applied, then answered
+	// 500 ("500") or never answered ("hang").
+	InjectAmbiguous(target, mode string, n int) error
+	// AmbiguousActions lists the actions that declare ambiguity, sorted.
+	AmbiguousActions() []string
 }
 
 // Consumers rewinds consumer groups.

@@ -196,10 +196,10 @@ func (s *system) waitDrained(ctx context.Context) {
 // snapshot counts everything a second effect would change.
 func (s *system) snapshot(ctx context.Context) map[string]int64 {
 	out := map[string]int64{
-		"world.charges":   int64(len(s.world.Gateway.Charges())),
-		"world.refunds":   int64(len(s.world.Gateway.Refunds())),
-		"world.shipments": int64(len(s.world.Carrier.Shipments())),
-		"world.emails":    int64(len(s.world.Mailer.Emails())),
+		"world.charges":   int64(len(s.world.Provider("gateway").Effects("charge"))),
+		"world.refunds":   int64(len(s.world.Provider("gateway").Effects("refund"))),
+		"world.shipments": int64(len(s.world.Provider("carrier").Effects("shipment"))),
+		"world.emails":    int64(len(s.world.Provider("mailer").Effects("email"))),
 	}
 	for _, db := range dbNames {
 		out[db+".inbox"] = s.count(ctx, db, `SELECT count(*) FROM inbox`)

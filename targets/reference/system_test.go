@@ -24,6 +24,7 @@ import (
 	"github.com/sagachaos/sagachaos/harness/supervisor"
 	"github.com/sagachaos/sagachaos/harness/world"
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 // bin is the reftarget binary, built once per test binary.
@@ -95,7 +96,7 @@ func startSystem(t testing.TB, o sysOpts) *system {
 	}
 	t.Cleanup(func() { e.Close() })
 	rec, _ := models.NewRecorder(nil, models.Header{Run: t.Name()})
-	w, err := world.Start(ctx, rec)
+	w, err := world.Start(ctx, rec, targets.OrderDomain().World)
 	if err != nil {
 		t.Fatalf("world: %v", err)
 	}
@@ -335,22 +336,22 @@ func (s *system) verify(ctx context.Context, placed map[string]orderReq, final [
 		}
 	}
 	charges := map[string]int{}
-	for _, c := range s.world.Gateway.Charges() {
+	for _, c := range s.world.Provider("gateway").Effects("charge") {
 		if c.Status == models.ChargeSucceeded {
-			charges[c.OrderID]++
+			charges[c.Saga]++
 		}
 	}
-	if n := len(s.world.Gateway.Refunds()); n != 0 {
+	if n := len(s.world.Provider("gateway").Effects("refund")); n != 0 {
 		t.Errorf("%d refunds: the reference never refunds a successful charge", n)
 	}
 	ships := map[string]int{}
-	for _, sh := range s.world.Carrier.Shipments() {
-		ships[sh.OrderID]++
+	for _, sh := range s.world.Provider("carrier").Effects("shipment") {
+		ships[sh.Saga]++
 	}
 	mails := map[string]int{}
-	for _, m := range s.world.Mailer.Emails() {
-		if m.Kind == "confirmation" {
-			mails[m.OrderID]++
+	for _, m := range s.world.Provider("mailer").Effects("email") {
+		if m.Request["kind"] == "confirmation" {
+			mails[m.Saga]++
 		}
 	}
 	approvedQty := map[string]int64{}
