@@ -163,7 +163,7 @@ func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) in
 				s.Phase, s.Invoked, s.Planned, s.Ops, s.Crashes, faults, s.Elapsed.Truncate(time.Second))
 		}
 	} else {
-		fmt.Fprintf(stderr, "run %s seed %d: %d orders, %d faults\n", o.Scenario.Name, o.Scenario.Seed, len(o.Scenario.Workload.Sagas), len(o.Scenario.Faults))
+		fmt.Fprintf(stderr, "run %s seed %d: %d sagas, %d faults\n", o.Scenario.Name, o.Scenario.Seed, len(o.Scenario.Workload.Sagas), len(o.Scenario.Faults))
 	}
 	res, err := harness.Run(ctx, o)
 	if tty {
@@ -266,7 +266,7 @@ func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog
 		fmt.Fprintln(stderr, "sagachaos:", err)
 		return
 	}
-	fmt.Fprintf(stdout, "minimal case: %d orders, %d faults, after %d candidates; it failed %d of %d confirmation runs\n",
+	fmt.Fprintf(stdout, "minimal case: %d sagas, %d faults, after %d candidates; it failed %d of %d confirmation runs\n",
 		len(res.Minimal.Workload.Sagas), len(res.Minimal.Faults), res.Candidates, res.Failures, res.Runs)
 	fmt.Fprintf(stdout, "replay it: %s\n", runstore.Replay{RunDir: res.RunDir}.Line())
 }
