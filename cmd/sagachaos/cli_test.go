@@ -295,7 +295,7 @@ func TestShrinkMinimises(t *testing.T) {
 		if r.code == 1 {
 			for _, l := range strings.Split(r.stderr, "\n") {
 				var n int
-				if _, err := fmt.Sscanf(l, "run small-calm seed %d: %d orders", new(int), &n); err == nil && n > 1 {
+				if _, err := fmt.Sscanf(l, "run small-calm seed %d: %d sagas", new(int), &n); err == nil && n > 1 {
 					seed, orders = s, n
 				}
 			}
@@ -312,7 +312,7 @@ func TestShrinkMinimises(t *testing.T) {
 	var minimal, runs, fails int
 	for _, l := range strings.Split(r.stdout, "\n") {
 		if strings.HasPrefix(l, "minimal case:") {
-			fmt.Sscanf(l, "minimal case: %d orders", &minimal)
+			fmt.Sscanf(l, "minimal case: %d sagas", &minimal)
 			if i := strings.Index(l, "it failed "); i >= 0 {
 				fmt.Sscanf(l[i:], "it failed %d of %d", &fails, &runs)
 			}
