@@ -41,7 +41,7 @@ type Provider struct {
 	Name string `json:"name"`
 	// Kind is "" (plain actions) or a built-in kind with semantics of its
 	// own: ProviderPayments (charges and refunds with amounts).
-	Kind    string   `json:"kind,omitempty"`
+	Kind    string           `json:"kind,omitempty"`
 	Actions []ProviderAction `json:"actions"`
 }
 

@@ -15,6 +15,7 @@ import (
 //
 //	{"choices": [v, …], "weights": [w, …]}   one of the values (weights optional)
 //	{"int": {"min": a, "max": b, "param": p}} an integer in [a, b]
+//	{"int": {…}, "format": "FL-{int}"}       that integer written into a string
 //	{"seq": "c-{n}"}                          the saga's number n (from 1) in a string
 //	{"outcome": {"default": d, "format": f, "allow": [...]}}
 //	                                          an outcome token (decline, ambiguous_500,
@@ -63,7 +64,8 @@ type TNode struct {
 	Elems  []*TNode
 	// Int and Len are the ranges of an int and an array node.
 	Int, Len Range
-	// Seq is the format of a seq node.
+	// Seq is the format of a seq node, or of an int node written as a
+	// string ({int}).
 	Seq string
 	// Outcome of an outcome node.
 	Outcome *OutcomeSpec
@@ -324,8 +326,13 @@ func fromOrdered(o *ordered, path string) (*TNode, error) {
 			}
 		}
 		return n, nil
-	case "int":
+	case "int", "int,format", "format,int":
 		n := &TNode{Kind: TInt}
+		if f := get("format"); f != nil {
+			if err := json.Unmarshal(f.json(), &n.Seq); err != nil || !strings.Contains(n.Seq, "{int}") {
+				return nil, bad(path+"/format", "want a string with {int}")
+			}
+		}
 		if err := strictDecode(get("int").json(), &n.Int); err != nil {
 			return nil, bad(path+"/int", "want {\"min\": a, \"max\": b}: %v", err)
 		}

@@ -353,7 +353,11 @@ func (g *bodyGen) draw(n *models.TNode) *gval {
 	case models.TChoices:
 		return &gval{kind: 'r', raw: n.Choices[drawChoice(t, n.Weights, len(n.Choices))]}
 	case models.TInt:
-		return &gval{kind: 'n', num: int64(drawRange(t, g.s.rangeFor(n.Int, nil), "int"))}
+		v := int64(drawRange(t, g.s.rangeFor(n.Int, nil), "int"))
+		if n.Seq != "" {
+			return rawStr(strings.ReplaceAll(n.Seq, "{int}", fmt.Sprint(v)))
+		}
+		return &gval{kind: 'n', num: v}
 	case models.TSeq:
 		return rawStr(strings.ReplaceAll(n.Seq, "{n}", fmt.Sprint(g.n)))
 	case models.TOutcome:

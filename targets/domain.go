@@ -33,6 +33,7 @@ var orderDomainJSON []byte
 
 // DomainFile is a file of domain sections (targets/domains/order.json).
 type DomainFile struct {
+	Schema      string            `json:"$schema,omitempty"`
 	Description string            `json:"description,omitempty"`
 	Saga        *models.SagaSpec  `json:"saga,omitempty"`
 	World       []models.Provider `json:"world,omitempty"`
@@ -513,9 +514,6 @@ func (m *Manifest) validateResources() error {
 		if r.HeldBy != nil && r.HeldBy.Quantity == "" {
 			return fmt.Errorf("field %s.held_by.quantity: empty", f)
 		}
-		if r.HeldBy != nil && m.Saga == nil {
-			return fmt.Errorf("field %s.held_by: an outbox-only target (no saga) has no sagas to hold anything", f)
-		}
 		switch r.Kind {
 		case models.ProviderPayments:
 			p, ok := m.Provider(r.Provider)
@@ -545,6 +543,9 @@ func (m *Manifest) validateResources() error {
 			}
 		default:
 			return fmt.Errorf("field %s.kind: unknown kind %q (known: payments; empty for a counted resource)", f, r.Kind)
+		}
+		if r.HeldBy != nil && m.Saga == nil {
+			return fmt.Errorf("field %s.held_by: an outbox-only target (no saga) has no sagas to hold anything", f)
 		}
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 
 // Manifest describes a target (docs/target-contract.md).
 type Manifest struct {
+	// Schema is for editors: the path or URL of docs/manifest.schema.json.
+	Schema      string `json:"$schema,omitempty"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Build, when set, is run once (from the manifest's directory's module

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -66,6 +67,12 @@ func (t *Target) fill(s string, in *instance) (string, error) {
 			return in.name
 		case "bin":
 			return t.bin
+		case "dir":
+			d, err := filepath.Abs(t.m.Dir)
+			if err != nil {
+				ferr = err
+			}
+			return d
 		case "resource":
 			amounts, ok := t.resources[arg]
 			if !ok {
