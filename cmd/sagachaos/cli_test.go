@@ -121,7 +121,9 @@ func TestBadInputsExitTwoWithOneLine(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"malformed scenario", []string{"run", "--scenario", "testdata/broken.json"}, "scenario testdata/broken.json: field orders: max 5 is below min 10"},
+		{"malformed scenario", []string{"run", "--scenario", "testdata/broken.json"}, "scenario testdata/broken.json: field sagas: max 5 is below min 10"},
+		{"broken domain", []string{"run", "--target", "testdata/bad-domain.json", "--scenario", "calm"}, `field saga.steps[0].effect.provider: "airline" is not a provider of world`},
+		{"unknown scenario param", []string{"run", "--scenario", "testdata/unknown-param.json"}, `field params.seats: the target declares no range "seats"`},
 		{"unknown scenario", []string{"run", "--scenario", "no-such"}, `unknown scenario "no-such"`},
 		{"unknown failpoint", []string{"run", "--scenario", "testdata/unknown-failpoint.json"}, `unknown failpoint "relay.after-lunch"`},
 		{"unknown mutant", []string{"run", "--scenario", "calm", "--mutant", "no-such-bug"}, `unknown mutant "no-such-bug"`},
