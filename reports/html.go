@@ -225,6 +225,9 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 	n := 0
 	for _, r := range v.Results {
 		row := checkerRow{Name: Redact(r.Checker), Status: string(r.Status), Unknown: Redact(r.Unknown), Violations: len(r.Violations)}
+		if r.NotApplicable != "" {
+			row.Status, row.Stats = "not-applicable", Redact(r.NotApplicable)
+		}
 		if len(r.Stats) > 0 {
 			row.Stats = Redact(statsLine(r.Stats))
 		}

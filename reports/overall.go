@@ -115,7 +115,7 @@ func buildOverall(h *models.History, faults []faultWindow, comp *components) ove
 	lastT := map[string]int64{}
 	pendingInvoke := map[string]int64{} // client proc → time of its open invoke
 	for _, op := range h.Ops {
-		if op.F == models.FPlaceOrder && op.Type == models.Ok {
+		if strings.HasPrefix(op.Proc, models.ProcClientPfx) && op.Type == models.Ok { // a saga start acknowledged
 			thr[bucket(op.T)]++
 		}
 		if strings.HasPrefix(op.Proc, models.ProcClientPfx) {

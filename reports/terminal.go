@@ -51,7 +51,11 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 		if mark == "" {
 			mark = "??"
 		}
-		line := paint(statusColor(r.Status, false), fmt.Sprintf("  %-4s %-*s  %s", mark, width, clean(r.Checker), r.Status))
+		shown := string(r.Status)
+		if r.NotApplicable != "" {
+			mark, shown = "n/a", "not applicable"
+		}
+		line := paint(statusColor(r.Status, false), fmt.Sprintf("  %-4s %-*s  %s", mark, width, clean(r.Checker), shown))
 		detail := ""
 		switch r.Status {
 		case models.Invalid:
@@ -69,12 +73,14 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 				detail = paint(ansiDim, clean(oneLine(r.Unknown, 140)))
 			}
 		case models.Valid:
-			if len(r.Stats) > 0 {
+			if r.NotApplicable != "" {
+				detail = paint(ansiDim, clean(oneLine(r.NotApplicable, 140)))
+			} else if len(r.Stats) > 0 {
 				detail = paint(ansiDim, clean(statsLine(r.Stats)))
 			}
 		}
 		if detail != "" {
-			line += strings.Repeat(" ", max(0, 7-len(r.Status))) + " " + detail
+			line += strings.Repeat(" ", max(0, 7-len(shown))) + " " + detail
 		}
 		b.WriteString(line + "\n")
 	}
