@@ -388,6 +388,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 			}
 		}
 	}
+	ix.deriveSeqs() // seq.go: only when the target's records carry none
 	// Attributed refunds were appended late; keep effect lists in history order.
 	if len(unattributed) > 0 {
 		for _, o := range ix.Orders {
