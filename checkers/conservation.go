@@ -190,16 +190,9 @@ func heldBySuccess(ix *Index, r models.Resource) (map[string]int64, map[string][
 		if o.Final.Status != ix.Spec.Success {
 			continue
 		}
-		var parts []heldPart
-		if len(o.Final.Items) > 0 && r.Name == models.LegacyStock {
-			for _, it := range o.Final.Items {
-				parts = append(parts, heldPart{it.SKU, int64(it.Qty)})
-			}
-		} else {
-			var ok bool
-			if parts, ok = holdings(ix.RequestBody(o), *r.HeldBy); !ok {
-				return nil, nil, "saga " + id + " has no known request holding " + r.Name
-			}
+		parts, ok := holdings(ix.RequestBody(o), *r.HeldBy)
+		if !ok {
+			return nil, nil, "saga " + id + " has no known request holding " + r.Name
 		}
 		for _, p := range parts {
 			held[p.key] += p.qty
