@@ -32,9 +32,9 @@ type Spec struct {
 	ResourceKeys    *Range `json:"resource_keys,omitempty"`
 	ResourceInitial *Range `json:"resource_initial,omitempty"`
 	// Params replace the target's named ranges (a range with "param" in
-	// its workload body template or its resources, e.g. the order domain's
-	// skus, stock, qty, lines). An older file's top-level range of another
-	// name is read as a param.
+	// its workload body template or its resources; the order domain names
+	// four). An older file's top-level range of another name is read as a
+	// param.
 	Params map[string]Range `json:"params,omitempty"`
 
 	// Rates are probabilities per saga. DeclineRate and AmbiguousRate are
@@ -296,9 +296,9 @@ func sortedParams(m map[string]Range) []string {
 
 // legacySpec rewrites an older scenario file into today's shape: "orders"
 // is "sagas", and a top-level field that is no field of Spec but holds a
-// range ({"min", "max"}) is a param of that name (the order domain's skus,
-// stock, qty and lines). Anything else is left for the strict decoder to
-// report.
+// range ({"min", "max"}) is a param of that name (an older file's order
+// ranges are the order domain's params). Anything else is left for the
+// strict decoder to report.
 func legacySpec(b []byte) []byte {
 	var raw map[string]json.RawMessage
 	if json.Unmarshal(b, &raw) != nil {
