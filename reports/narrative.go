@@ -70,7 +70,7 @@ func newNarrator(h *models.History, comp *components, faults []faultWindow, v mo
 			continue
 		}
 		n.live[op.Order] = append(n.live[op.Order], op.I)
-		if strings.HasPrefix(op.Proc, models.ProcClientPfx) && op.Type == models.Ok && op.F == models.FPlaceOrder {
+		if strings.HasPrefix(op.Proc, models.ProcClientPfx) && op.Type == models.Ok { // a saga start (the workload's op)
 			if _, ok := n.accepted[op.Order]; !ok {
 				n.accepted[op.Order] = op.I
 			}
@@ -217,11 +217,11 @@ func (n *narrator) narrate(vi models.Violation) []clause {
 
 func obsRank(op models.Op) int {
 	switch op.F {
-	case models.FInitStock:
+	case models.FInitStock, models.FResourceInit:
 		return 0
 	case models.FOutboxRow, models.FApplied:
 		return 1
-	case models.FStockState, models.FOrderState:
+	case models.FStockState, models.FResourceState, models.FOrderState:
 		return 2
 	}
 	return 3
@@ -249,27 +249,27 @@ func shortOf(op models.Op) string {
 func (n *narrator) describe(op models.Op, vi models.Violation) string {
 	at := " at " + fmtT(n.when(op))
 	switch {
-	case strings.HasPrefix(op.Proc, models.ProcClientPfx) && op.F == models.FPlaceOrder:
+	case strings.HasPrefix(op.Proc, models.ProcClientPfx): // a saga start, named by the workload's op
 		switch op.Type {
 		case models.Invoke:
 			var p models.PlaceOrder
 			_ = op.Decode(&p)
-			return fmt.Sprintf("%s sent place-order with key %s%s", op.Proc, p.Key, at)
+			return fmt.Sprintf("%s sent %s with key %s%s", op.Proc, op.F, p.Key, at)
 		case models.Ok:
 			var r models.PlaceOrderReply
 			_ = op.Decode(&r)
 			if r.Replayed {
-				return fmt.Sprintf("%s's place-order with key %s was answered from the idempotency store as %s%s", op.Proc, r.Key, op.Order, at)
+				return fmt.Sprintf("%s's %s with key %s was answered from the idempotency store as %s%s", op.Proc, op.F, r.Key, op.Order, at)
 			}
-			return fmt.Sprintf("%s's place-order with key %s was accepted as %s%s", op.Proc, r.Key, op.Order, at)
+			return fmt.Sprintf("%s's %s with key %s was accepted as %s%s", op.Proc, op.F, r.Key, op.Order, at)
 		case models.Fail:
 			var f models.ClientFailure
 			_ = op.Decode(&f)
-			return fmt.Sprintf("%s's place-order was refused (%d %s)%s", op.Proc, f.Status, f.Code, at)
+			return fmt.Sprintf("%s's %s was refused (%d %s)%s", op.Proc, op.F, f.Status, f.Code, at)
 		default:
 			var f models.ClientFailure
 			_ = op.Decode(&f)
-			return fmt.Sprintf("%s's place-order got no definite answer (%s)%s", op.Proc, oneLine(f.Error, 80), at)
+			return fmt.Sprintf("%s's %s got no definite answer (%s)%s", op.Proc, op.F, oneLine(f.Error, 80), at)
 		}
 	case op.Type == models.Effect:
 		switch op.F {
@@ -637,6 +637,25 @@ func (n *narrator) observation(op models.Op, vi models.Violation, cited []models
 		var s models.StockState
 		_ = op.Decode(&s)
 		c.Text = fmt.Sprintf("%s ended with %d available and %d reserved", s.SKU, s.Available, s.Reserved)
+	case models.FResourceState:
+		var s models.ResourceState
+		_ = op.Decode(&s)
+		c.Text = fmt.Sprintf("%s %s ended with %d available and %d reserved", s.Resource, s.Key, s.Available, s.Reserved)
+	case models.FResourceInit:
+		var ri models.ResourceInit
+		_ = op.Decode(&ri)
+		var parts []string
+		for _, o := range cited {
+			var s models.ResourceState
+			if o.F == models.FResourceState && o.Decode(&s) == nil && s.Resource == ri.Resource {
+				parts = append(parts, fmt.Sprintf("%s %s started with %d", s.Resource, s.Key, ri.Amounts[s.Key]))
+			}
+		}
+		if len(parts) == 0 {
+			c.Text = fmt.Sprintf("the run started with %d key(s) of %s", len(ri.Amounts), ri.Resource)
+			break
+		}
+		c.Text = strings.Join(parts, ", ")
 	case models.FInitStock:
 		var is models.InitialStock
 		_ = op.Decode(&is)
