@@ -320,3 +320,28 @@ func TestQuiesce(t *testing.T) {
 		quiesceOp(t, rec)
 	})
 }
+
+// A saga whose target reports no status (status_from events) is read from
+// the outbox: its success event makes it success, its failure event
+// failure; an acknowledged saga with no terminal row yet is pending.
+func TestSagasFromEvents(t *testing.T) {
+	e := postgres(t)
+	exec(t, e.DirectDSN("orders"),
+		`DROP TABLE IF EXISTS trip_outbox`,
+		`CREATE TABLE trip_outbox (id bigserial PRIMARY KEY, aggregate_id text, type text)`,
+		`INSERT INTO trip_outbox (aggregate_id, type) VALUES ('t-1', 'TripRequested'), ('t-1', 'TripBooked'), ('t-2', 'TripRequested'), ('t-3', 'TripAborted')`)
+	saga := &models.SagaSpec{Pending: "PENDING", Success: "BOOKED", Failure: "ABORTED", SuccessEvent: "TripBooked", FailureEvent: "TripAborted", StatusFrom: models.StatusFromEvents}
+	tg := Target{Saga: saga, DSN: e.DirectDSN, Logger: quiet, IDs: func() []string { return []string{"t-1", "t-2", "t-4"} },
+		Observe: targets.Observe{Outbox: []targets.Query{{DB: "orders", SQL: `SELECT aggregate_id, type FROM trip_outbox ORDER BY id`}}}}
+	got, complete, err := listSagas(context.Background(), tg)
+	if err != nil || !complete {
+		t.Fatalf("listSagas: %v complete=%v", err, complete)
+	}
+	var lines []string
+	for _, s := range got {
+		lines = append(lines, s.ID+" "+s.Status)
+	}
+	if want := []string{"t-1 BOOKED", "t-2 PENDING", "t-3 ABORTED", "t-4 PENDING"}; !slices.Equal(lines, want) {
+		t.Fatalf("sagas %v, want %v", lines, want)
+	}
+}
