@@ -201,7 +201,7 @@ func firstCaseSeed(t *testing.T, gen *rapid.Generator[scenarios.Scenario]) (uint
 				}
 			})
 		})
-		if n := len(sc.Workload.Orders); n >= 4 {
+		if n := len(sc.Workload.Sagas); n >= 4 {
 			return seed, n
 		}
 	}

@@ -365,12 +365,12 @@ func safeName(s string) string {
 
 var windowsReserved = regexp.MustCompile(`(?i)^(CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])$`)
 
-// size orders cases by how much they ask for (orders, lines, faults), as
-// the CLI's shrink does.
+// size orders cases by how much they ask for (sagas, their bodies,
+// faults), as the CLI's shrink does.
 func size(sc scenarios.Scenario) int {
-	n := len(sc.Workload.Orders)*10 + len(sc.Faults)*100
-	for _, o := range sc.Workload.Orders {
-		n += len(o.Items)
+	n := len(sc.Workload.Sagas)*10 + len(sc.Faults)*100
+	for _, o := range sc.Workload.Sagas {
+		n += len(o.Body) / 16
 	}
 	return n
 }
@@ -378,8 +378,8 @@ func size(sc scenarios.Scenario) int {
 // describeCase says how big a case is, for the logs.
 func describeCase(sc scenarios.Scenario) string {
 	declined := 0
-	for _, o := range sc.Workload.Orders {
-		if strings.Contains(o.Card, "decline") {
+	for _, o := range sc.Workload.Sagas {
+		if strings.Contains(string(o.Body), models.OutcomeDecline) { // an outcome token in the body
 			declined++
 		}
 	}
@@ -387,5 +387,5 @@ func describeCase(sc scenarios.Scenario) string {
 	for _, f := range sc.Faults {
 		kinds = append(kinds, f.Kind)
 	}
-	return fmt.Sprintf("%d orders (%d declined), %d faults [%s]", len(sc.Workload.Orders), declined, len(sc.Faults), strings.Join(kinds, " "))
+	return fmt.Sprintf("%d sagas (%d declined), %d faults [%s]", len(sc.Workload.Sagas), declined, len(sc.Faults), strings.Join(kinds, " "))
 }

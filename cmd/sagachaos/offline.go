@@ -123,7 +123,7 @@ func recheck(dir string) (v models.Verdict, note string, err error) {
 	if oerr == nil && old.Error != "" {
 		return old, "", nil
 	}
-	v = checkers.CheckAll(h, models.OrderSaga)
+	v = checkers.Check(h)
 	if oerr == nil && old.Run.Scenario != "" {
 		v.Run = old.Run
 	}
