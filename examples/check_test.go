@@ -68,7 +68,7 @@ func TestCheckHelper(t *testing.T) {
 }
 
 var (
-	caseSizes = regexp.MustCompile(`first failing case: (\d+) orders \((\d+) declined\), (\d+) faults \[[^\]]*\]; smallest failing case: ((\d+) orders \((\d+) declined\), (\d+) faults \[[^\]]*\])`)
+	caseSizes = regexp.MustCompile(`first failing case: (\d+) sagas \((\d+) declined\), (\d+) faults \[[^\]]*\]; smallest failing case: ((\d+) sagas \((\d+) declined\), (\d+) faults \[[^\]]*\])`)
 	realRuns  = regexp.MustCompile(`sagachaos: (\d+) cases \(search, shrink and replays\), (\d+) real runs`)
 )
 
