@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -61,8 +62,8 @@ func parseDomain(b []byte) (DomainFile, error) {
 	return d, nil
 }
 
-// Legacy reports whether the manifest declares no domain section at all
-// (today's older format): it then gets the order domain.
+// declaresNoDomain reports whether the manifest declares no domain section
+// at all (the older format): it then gets the order domain.
 func (m *Manifest) declaresNoDomain() bool {
 	return m.Domain == "" && m.Saga == nil && m.World == nil && m.Workload == nil && m.Resources == nil
 }
@@ -72,9 +73,8 @@ func (m *Manifest) declaresNoDomain() bool {
 // (observe.stock, the {{stock}} template) onto the resource "stock".
 func (m *Manifest) resolveDomain(dir string) error {
 	var d DomainFile
-	m.legacy = m.declaresNoDomain()
 	switch {
-	case m.legacy || m.Domain == OrderDomainName:
+	case m.declaresNoDomain() || m.Domain == OrderDomainName:
 		d = OrderDomain()
 	case m.Domain != "":
 		p := m.Domain
@@ -103,6 +103,16 @@ func (m *Manifest) resolveDomain(dir string) error {
 	}
 	if m.Seq == "" {
 		m.Seq = d.Seq
+	}
+	if m.Workload != nil {
+		// Compact the body template, so a manifest written back out and
+		// read again is the same manifest.
+		w := *m.Workload
+		var b bytes.Buffer
+		if json.Compact(&b, w.Start.Body) == nil {
+			w.Start.Body = b.Bytes()
+		}
+		m.Workload = &w
 	}
 	if m.Saga != nil {
 		s := *m.Saga
@@ -163,10 +173,6 @@ func (m *Manifest) knownDep(d string) bool {
 	return false
 }
 
-// Legacy reports whether the manifest is in the older format, with no
-// domain section: it got the order domain.
-func (m *Manifest) Legacy() bool { return m.legacy }
-
 // SeqFromOutbox reports whether per-aggregate order comes from the outbox.
 func (m *Manifest) SeqFromOutbox() bool { return m.Seq == SeqOutbox }
 
@@ -175,6 +181,16 @@ func (m *Manifest) SeqFromOutbox() bool { return m.Seq == SeqOutbox }
 // their provider's process and actions), the seq source and the start
 // op's name.
 func (m *Manifest) Declare(d *models.TargetDecl) {
+	if m.Workload != nil {
+		// Compact the body template, so a manifest written back out and
+		// read again is the same manifest.
+		w := *m.Workload
+		var b bytes.Buffer
+		if json.Compact(&b, w.Start.Body) == nil {
+			w.Start.Body = b.Bytes()
+		}
+		m.Workload = &w
+	}
 	if m.Saga != nil {
 		s := *m.Saga
 		d.Saga = &s
@@ -537,9 +553,6 @@ func (m *Manifest) validateResources() error {
 				if r.Initial == nil || r.Initial.Min < 0 || r.Initial.Max < r.Initial.Min {
 					return fmt.Errorf("field %s.initial: want 0 ≤ min ≤ max", f)
 				}
-			}
-			if _, ok := m.ResourceQuery(r.Name); !ok && !m.legacy {
-				return fmt.Errorf("field %s.observe: no SQL reads resource %q (give it observe, or observe.resources.%s in the manifest)", f, r.Name, r.Name)
 			}
 		default:
 			return fmt.Errorf("field %s.kind: unknown kind %q (known: payments; empty for a counted resource)", f, r.Kind)

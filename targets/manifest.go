@@ -51,8 +51,6 @@ type Manifest struct {
 	// serialised).
 	Dir  string `json:"-"`
 	Path string `json:"-"`
-	// legacy: the manifest declared no domain section (Legacy).
-	legacy bool
 }
 
 // Build is a command that builds the target's binaries.

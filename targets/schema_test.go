@@ -159,8 +159,8 @@ func TestBrokenManifestsNameTheField(t *testing.T) {
 			"field saga.success: pending, success and failure must be three different statuses"},
 		{"payments resource at a plain provider", `"world":[{"name":"bank","actions":[{"name":"pay","path":"/pay","saga":"id"}]}],"workload":{"start":{"path":"/x","body":{}}},"resources":[{"name":"money","kind":"payments","provider":"bank","held_by":{"quantity":"/total"}}]`,
 			`field resources[0].provider: "bank" is not a provider of kind payments`},
-		{"counted resource without SQL", `"workload":{"start":{"path":"/x","body":{}}},"resources":[{"name":"seats","keys":{"count":{"min":1,"max":2}},"initial":{"min":1,"max":2}}]`,
-			`field resources[0].observe: no SQL reads resource "seats"`},
+		{"counted resource without keys", `"workload":{"start":{"path":"/x","body":{}}},"resources":[{"name":"seats"}]`,
+			`field resources[0].keys: a counted resource needs keys and initial, or amounts`},
 		{"refund without refers", `"world":[{"name":"bank","kind":"payments","actions":[{"name":"pay","path":"/pay","saga":"id","role":"charge"},{"name":"back","path":"/back","role":"refund"}]}],"workload":{"start":{"path":"/x","body":{}}}`,
 			`field world[0].actions[1].saga: empty`},
 		{"seq", `"workload":{"start":{"path":"/x","body":{}}},"seq":"clock"`, `field seq: "clock" is not "header" or "outbox"`},
@@ -210,9 +210,6 @@ func TestOlderManifestIsTheOrderDomain(t *testing.T) {
 	m, err := ParseManifest(old)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !m.Legacy() || ref.Legacy() {
-		t.Fatalf("legacy: older %v, reference %v", m.Legacy(), ref.Legacy())
 	}
 	for name, pair := range map[string][2]any{"saga": {m.Saga, ref.Saga}, "world": {m.World, ref.World}, "workload": {m.Workload, ref.Workload}, "resources": {m.Resources, ref.Resources}} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
