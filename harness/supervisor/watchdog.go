@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -12,16 +13,30 @@ import (
 // watchdogScript keeps the set of live process groups it is told about on
 // stdin ("+PGID" adds, "-PGID" removes) and, when stdin reaches EOF (the
 // harness closed it, or died and the kernel closed it), SIGKILLs every group
-// still in the set.
+// still in the set. It also keeps a set of Docker labels ("docker+ HOST
+// LABEL", "docker- HOST LABEL"): at EOF it removes, with the docker CLI on
+// HOST, every container (with its volumes) and every network carrying a
+// label still in the set — the job testcontainers' Ryuk does, without an
+// image to pull.
 const watchdogScript = `set -f
 live=" "
+dock=" "
 while read -r line; do
   case "$line" in
     +*) live="$live${line#+} " ;;
     -*) n=" "; for p in $live; do [ "$p" = "${line#-}" ] || n="$n$p "; done; live=$n ;;
+    "docker+ "*) set -- ${line#docker+ }; dock="$dock$1|$2 " ;;
+    "docker- "*) set -- ${line#docker- }; n=" "; for d in $dock; do [ "$d" = "$1|$2" ] || n="$n$d "; done; dock=$n ;;
   esac
 done
 for p in $live; do kill -s KILL -- "-$p" 2>/dev/null; done
+for d in $dock; do
+  h=${d%%|*}; l=${d#*|}
+  ids=$(docker -H "$h" ps -aq --filter "label=$l" 2>/dev/null)
+  [ -z "$ids" ] || docker -H "$h" rm -f -v $ids >/dev/null 2>&1
+  nets=$(docker -H "$h" network ls -q --filter "label=$l" 2>/dev/null)
+  [ -z "$nets" ] || docker -H "$h" network rm $nets >/dev/null 2>&1
+done
 exit 0
 `
 
@@ -114,4 +129,54 @@ func onSpawnerThread(f func()) {
 	done := make(chan struct{})
 	spawner.ch <- func() { f(); close(done) }
 	<-done
+}
+
+// Reaper is a watchdog of its own for resources that are not processes of a
+// Supervisor: Docker containers and networks, known by a label. While the
+// harness lives it does nothing; when the harness exits or dies (SIGKILL
+// included: the kernel closes the pipe), it removes every container and
+// network carrying a label still registered, and kills every process group
+// still registered. It needs the docker CLI on PATH for the Docker part.
+type Reaper struct{ wd *watchdog }
+
+// StartReaper starts the watchdog process.
+func StartReaper() (*Reaper, error) {
+	wd, err := startWatchdog()
+	if err != nil {
+		return nil, err
+	}
+	return &Reaper{wd: wd}, nil
+}
+
+// AddDockerLabel registers a label filter ("key=value") on the Docker
+// engine at host (a DOCKER_HOST URL such as unix:///run/docker.sock).
+func (r *Reaper) AddDockerLabel(host, label string) error {
+	if err := dockerToken(host, label); err != nil {
+		return err
+	}
+	return r.wd.send("docker+ " + host + " " + label)
+}
+
+// RemoveDockerLabel unregisters a label once what carries it is gone.
+func (r *Reaper) RemoveDockerLabel(host, label string) error {
+	if err := dockerToken(host, label); err != nil {
+		return err
+	}
+	return r.wd.send("docker- " + host + " " + label)
+}
+
+// Stop closes the watchdog's stdin: it removes whatever is still registered
+// (normally nothing) and exits; Stop waits for that.
+func (r *Reaper) Stop() error { return r.wd.stop() }
+
+// Pid is the watchdog's process id (tests kill it or look for it).
+func (r *Reaper) Pid() int { return r.wd.cmd.Process.Pid }
+
+func dockerToken(host, label string) error {
+	for _, s := range []string{host, label} {
+		if s == "" || strings.ContainsAny(s, " \t\n|") {
+			return fmt.Errorf("reaper: %q cannot be passed to the watchdog (empty, or contains a space or |)", s)
+		}
+	}
+	return nil
 }
