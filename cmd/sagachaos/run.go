@@ -29,6 +29,7 @@ import (
 // reads the variables instead; an explicit flag wins over them.
 type envFlags struct {
 	postgres, postgresDSN, kafka, kafkaBrokers string
+	postgresImage, kafkaImage                  string
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
@@ -36,10 +37,13 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.postgresDSN, "postgres-dsn", "", "server for --postgres dsn; giving it selects dsn (default: env "+env.EnvPostgresDSN+")")
 	fs.StringVar(&f.kafka, "kafka", "", "Kafka provider: kfake (in process), brokers, testcontainers (default: brokers if brokers are given or env "+env.EnvKafkaBrokers+" is set, else kfake)")
 	fs.StringVar(&f.kafkaBrokers, "kafka-brokers", "", "comma-separated brokers for --kafka brokers; giving them selects brokers (default: env "+env.EnvKafkaBrokers+")")
+	fs.StringVar(&f.postgresImage, "postgres-image", env.DefaultPostgresImage, "image for --postgres testcontainers (no registry? scripts/pg-image.sh builds one)")
+	fs.StringVar(&f.kafkaImage, "kafka-image", env.DefaultKafkaImage, "Redpanda image for --kafka testcontainers")
 }
 
 func (f *envFlags) config() env.Config {
-	c := env.Config{Postgres: f.postgres, PostgresDSN: f.postgresDSN, Kafka: f.kafka, KafkaBrokers: env.SplitBrokers(f.kafkaBrokers)}
+	c := env.Config{Postgres: f.postgres, PostgresDSN: f.postgresDSN, Kafka: f.kafka, KafkaBrokers: env.SplitBrokers(f.kafkaBrokers),
+		PostgresImage: f.postgresImage, KafkaImage: f.kafkaImage}
 	if c.PostgresDSN != "" {
 		c.PostgresDSNFrom = "--postgres-dsn"
 	}
@@ -56,8 +60,14 @@ func (f *envFlags) args() []string {
 	if f.postgres != "" {
 		a = append(a, "--postgres", f.postgres)
 	}
+	if f.postgres == "testcontainers" && f.postgresImage != env.DefaultPostgresImage {
+		a = append(a, "--postgres-image", f.postgresImage)
+	}
 	if f.kafka != "" {
 		a = append(a, "--kafka", f.kafka)
+	}
+	if f.kafka == "testcontainers" && f.kafkaImage != env.DefaultKafkaImage {
+		a = append(a, "--kafka-image", f.kafkaImage)
 	}
 	return a
 }

@@ -37,6 +37,10 @@ type Config struct {
 	// KafkaBrokersFrom names where KafkaBrokers came from, like
 	// PostgresDSNFrom.
 	KafkaBrokersFrom string
+	// Images for "testcontainers" (default DefaultPostgresImage,
+	// DefaultKafkaImage: the official ones, from a registry).
+	PostgresImage string
+	KafkaImage    string
 	// Dir is the run directory: postgres.log goes here. Data dirs do not:
 	// they go under /dev/shm (tmpfs) or os.TempDir and are removed on Close. Empty: logs go
 	// into the data dir and vanish with it.
@@ -195,7 +199,7 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 		e.kafka = k
 	case "testcontainers":
 		e.prefix = topicPrefix
-		k, err := startContainerKafka(ctx, cfg.Topics, e.prefix)
+		k, err := startContainerKafka(ctx, cfg.KafkaImage, e.runID, cfg.Topics, e.prefix, log)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +228,7 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 			}
 			e.pg = d
 		} else {
-			c, err := startContainerPG(ctx)
+			c, err := startContainerPG(ctx, cfg.PostgresImage, e.runID, log)
 			if err != nil {
 				return nil, err
 			}

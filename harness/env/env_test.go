@@ -306,116 +306,125 @@ func TestEnvLinksAndCrash(t *testing.T) {
 	})
 
 	t.Run("crash restart keeps every acknowledged commit", func(t *testing.T) {
-		dsn, err := e.ProxiedDSN("payment", "payment")
-		if err != nil {
-			t.Fatal(err)
-		}
-		pool, err := pgxpool.New(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(ctx, "CREATE TABLE acked (id int PRIMARY KEY, writer int)"); err != nil {
-			t.Fatal(err)
-		}
-		const target, writers = 200, 8
-		var (
-			mu      sync.Mutex
-			acked   []int
-			failed  atomic.Int64
-			next    atomic.Int64
-			crashed = make(chan struct{})
-		)
-		wctx, wcancel := context.WithCancel(ctx)
-		defer wcancel()
-		var wg sync.WaitGroup
-		for w := 0; w < writers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for wctx.Err() == nil {
-					id := int(next.Add(1))
-					ictx, icancel := context.WithTimeout(wctx, 2*time.Second)
-					_, err := pool.Exec(ictx, "INSERT INTO acked VALUES ($1, $2)", id, w)
-					icancel()
-					if err != nil {
-						failed.Add(1) // outcome unknown: may or may not be there
-						time.Sleep(5 * time.Millisecond)
-						continue
-					}
-					mu.Lock()
-					acked = append(acked, id)
-					n := len(acked)
-					mu.Unlock()
-					select {
-					case <-crashed:
-						if n >= target {
-							wcancel()
-						}
-					default:
-					}
+		crashKeepsAcked(t, ctx, e)
+	})
+}
+
+// crashKeepsAcked writes from 8 clients through a link, crashes and
+// restarts PostgreSQL under them (whatever the provider does for a crash:
+// SIGKILL of the local postmaster, `docker kill` of a container), and finds
+// every acknowledged insert in the table afterwards.
+func crashKeepsAcked(t *testing.T, ctx context.Context, e *Env) {
+	t.Helper()
+	dsn, err := e.ProxiedDSN("payment", "payment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "CREATE TABLE acked (id int PRIMARY KEY, writer int)"); err != nil {
+		t.Fatal(err)
+	}
+	const target, writers = 200, 8
+	var (
+		mu      sync.Mutex
+		acked   []int
+		failed  atomic.Int64
+		next    atomic.Int64
+		crashed = make(chan struct{})
+	)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wctx.Err() == nil {
+				id := int(next.Add(1))
+				ictx, icancel := context.WithTimeout(wctx, 2*time.Second)
+				_, err := pool.Exec(ictx, "INSERT INTO acked VALUES ($1, $2)", id, w)
+				icancel()
+				if err != nil {
+					failed.Add(1) // outcome unknown: may or may not be there
+					time.Sleep(5 * time.Millisecond)
+					continue
 				}
-			}()
-		}
-		eventually(t, "100 acked before the crash", func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(acked) < target/2 {
-				return fmt.Errorf("%d acked", len(acked))
+				mu.Lock()
+				acked = append(acked, id)
+				n := len(acked)
+				mu.Unlock()
+				select {
+				case <-crashed:
+					if n >= target {
+						wcancel()
+					}
+				default:
+				}
 			}
-			return nil
-		})
-		oldPID := e.PostgresPID()
-		if err := e.CrashPostgres(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.RestartPostgres(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if e.PostgresPID() == oldPID {
-			t.Fatalf("postmaster pid %d unchanged after crash+restart", oldPID)
-		}
-		close(crashed)
-		wg.Wait()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			t.Fatal("test deadline hit before writers finished")
-		}
-		obs, err := pgxpool.New(ctx, e.DirectDSN("payment"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer obs.Close()
-		present := map[int]bool{}
-		rows, err := obs.Query(ctx, "SELECT id FROM acked")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id int
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			present[id] = true
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		}()
+	}
+	eventually(t, "100 acked before the crash", func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		var lost []int
-		for _, id := range acked {
-			if !present[id] {
-				lost = append(lost, id)
-			}
+		if len(acked) < target/2 {
+			return fmt.Errorf("%d acked", len(acked))
 		}
-		t.Logf("acked %d, failed-or-unknown %d, rows present %d", len(acked), failed.Load(), len(present))
-		if len(acked) < target {
-			t.Fatalf("only %d acked", len(acked))
-		}
-		if len(lost) > 0 {
-			t.Fatalf("%d acknowledged commits lost after crash-restart: %v", len(lost), lost)
-		}
+		return nil
 	})
+	oldPID := e.PostgresPID()
+	if err := e.CrashPostgres(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RestartPostgres(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if oldPID != 0 && e.PostgresPID() == oldPID {
+		t.Fatalf("postmaster pid %d unchanged after crash+restart", oldPID)
+	}
+	close(crashed)
+	wg.Wait()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("test deadline hit before writers finished")
+	}
+	obs, err := pgxpool.New(ctx, e.DirectDSN("payment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	present := map[int]bool{}
+	rows, err := obs.Query(ctx, "SELECT id FROM acked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		present[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lost []int
+	for _, id := range acked {
+		if !present[id] {
+			lost = append(lost, id)
+		}
+	}
+	t.Logf("acked %d, failed-or-unknown %d, rows present %d", len(acked), failed.Load(), len(present))
+	if len(acked) < target {
+		t.Fatalf("only %d acked", len(acked))
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d acknowledged commits lost after crash-restart: %v", len(lost), lost)
+	}
 }
 
 func pingDSN(ctx context.Context, dsn string) error {
