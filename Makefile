@@ -5,7 +5,9 @@ SEEDS    ?= 1-3
 SCENARIO ?= everything
 SEED     ?= 1
 
-.PHONY: run test race test-short bench lint selftest scenarios soak fuzz rss clean
+PG_IMAGE ?= sagachaos/postgres:15-local
+
+.PHONY: run test race test-short bench lint selftest scenarios soak fuzz rss clean docker docker-down
 
 ## run: one chaos run of the reference target on the embedded defaults
 run:
@@ -24,6 +26,19 @@ race:
 ## test-short: the quick path for a laptop
 test-short:
 	$(GO) test -short -count=1 -timeout 10m ./...
+
+## docker: the testcontainers path on a real engine — installs docker.io if absent, starts a private
+## dockerd (scripts/docker-up.sh), builds $(PG_IMAGE) from the host's PostgreSQL package
+## (scripts/pg-image.sh), runs the -tags docker tests (a db-crash chaos run on a container beside the
+## embedded one, Ctrl-C and SIGKILL leave nothing). The engine stays up for the next call: make docker-down.
+docker:
+	@eval "$$(scripts/docker-up.sh)" && scripts/pg-image.sh $(PG_IMAGE) >/dev/null && \
+	  TESTCONTAINERS_RYUK_DISABLED=true SAGACHAOS_PG_IMAGE=$(PG_IMAGE) \
+	  $(GO) test -tags docker -count=1 -timeout 15m -v -run 'Container|Testcontainers' ./harness/env/ ./cmd/sagachaos/
+
+## docker-down: stop the engine make docker started (containers of runs are removed first)
+docker-down:
+	scripts/docker-down.sh
 
 ## bench: one table — time to catch each mutant, cold start, checker throughput, orders/s, gate wall time
 bench:
