@@ -71,6 +71,37 @@ type junitMessage struct {
 //
 // All strings pass through Redact.
 func WriteJUnit(w io.Writer, v models.Verdict) error {
+	return WriteJUnitRuns(w, []models.Verdict{v})
+}
+
+// WriteJUnitRuns writes one junit.xml for many runs (a sweep, a shard, a
+// merged campaign): one testsuite per run as WriteJUnit makes it, with the
+// totals of all of them on <testsuites>.
+func WriteJUnitRuns(w io.Writer, vs []models.Verdict) error {
+	doc := junitSuites{Name: "sagachaos", Time: "0"}
+	for _, v := range vs {
+		s := junitSuiteOf(v)
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
+		doc.Suites = append(doc.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("encode junit: %w", err)
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	return nil
+}
+
+func junitSuiteOf(v models.Verdict) junitSuite {
 	suite := junitSuite{Name: Redact(suiteName(v.Run)), Time: "0"}
 	for _, p := range []junitProperty{
 		{"target", v.Run.Target}, {"mutant", v.Run.Mutant}, {"scenario", v.Run.Scenario},
@@ -124,20 +155,7 @@ func WriteJUnit(w io.Writer, v models.Verdict) error {
 		suite.Errors++
 	}
 	suite.Tests = len(suite.Cases)
-	doc := junitSuites{Name: "sagachaos", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
-		Skipped: suite.Skipped, Time: "0", Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("encode junit: %w", err)
-	}
-	if _, err := io.WriteString(w, "\n"); err != nil {
-		return fmt.Errorf("write junit: %w", err)
-	}
-	return nil
+	return suite
 }
 
 func failureOf(r models.CheckResult, repro string) *junitMessage {
