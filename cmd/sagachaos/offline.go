@@ -52,42 +52,36 @@ func cmdReport(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
+	runs, err := collectRuns(fs.Args())
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if len(runs) == 0 {
+		return fail(2, "report: no run directory (a directory with history.jsonl) or summary.jsonl in %v", fs.Args())
+	}
 	var dirs []string
-	for _, a := range fs.Args() {
-		if _, err := os.Stat(filepath.Join(a, "history.jsonl")); err == nil {
-			dirs = append(dirs, a)
-			continue
+	for i, r := range runs {
+		dirs = append(dirs, r.Dir)
+		if r.Summarized {
+			continue // only its summary line is left (run --keep failing)
 		}
-		// A directory of run directories (a shard's run store).
-		ents, err := os.ReadDir(a)
-		if err != nil {
-			return fail(2, "report: %v", err)
-		}
-		for _, e := range ents {
-			if _, err := os.Stat(filepath.Join(a, e.Name(), "history.jsonl")); err == nil {
-				dirs = append(dirs, filepath.Join(a, e.Name()))
-			}
-		}
-	}
-	if len(dirs) == 0 {
-		return fail(2, "report: no run directory (a directory with history.jsonl) in %v", fs.Args())
-	}
-	var runs []reports.RunSummary
-	for _, d := range dirs {
-		v, note, err := recheck(d)
+		v, note, err := recheck(r.Dir)
 		if err != nil {
 			return err
 		}
 		if note != "" {
-			fmt.Fprintf(stdout, "%s: %s\n", d, note)
+			fmt.Fprintf(stdout, "%s: %s\n", r.Dir, note)
 		}
-		runs = append(runs, reports.RunSummary{Dir: d, Verdict: v})
-		fmt.Fprintln(stdout, filepath.Join(d, "report.html"))
+		runs[i].Verdict = v
+		fmt.Fprintln(stdout, filepath.Join(r.Dir, "report.html"))
 	}
 	if len(runs) > 1 {
 		out := *index
 		if out == "" {
 			out = filepath.Join(commonParent(dirs), "index.html")
+		}
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return fail(2, "%v", err)
 		}
 		parent := filepath.Dir(out)
 		for i := range runs {
@@ -95,15 +89,13 @@ func cmdReport(args []string, stdout io.Writer) error {
 				runs[i].Dir = rel
 			}
 		}
-		f, err := os.Create(out)
+		// index.html, junit.xml (a testsuite per run) and index.json.
+		junit, err := writeMerged(parent, out, runs)
 		if err != nil {
 			return fail(2, "%v", err)
 		}
-		defer f.Close()
-		if err := reports.WriteIndex(f, runs); err != nil {
-			return fail(2, "%v", err)
-		}
 		fmt.Fprintln(stdout, out)
+		fmt.Fprintln(stdout, junit)
 	}
 	return nil
 }

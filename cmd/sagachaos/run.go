@@ -89,6 +89,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		shrinkTime = fs.Duration("shrink-budget", 10*time.Minute, "with --shrink: bound the minimisation")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
 		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
+		keep       = fs.String("keep", "", "run directories to keep: failing (default with --seeds: a valid run leaves only its line in OUT/summary.jsonl) or all")
 	)
 	var ef envFlags
 	ef.register(fs)
@@ -116,6 +117,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if list, err = scenarios.Shard(list, *shard); err != nil {
 		return fail(2, "%v", err)
 	}
+	if *keep == "" {
+		*keep = keepAll
+		if *seeds != "" {
+			*keep = keepFailing
+		}
+	}
+	if *keep != keepAll && *keep != keepFailing {
+		return fail(2, "--keep %q: want failing or all", *keep)
+	}
 	fmt.Fprintf(stderr, "building target %s …\n", m.Name)
 	bin, fps, err := target.Prepare(ctx, m, "")
 	if err != nil {
@@ -123,6 +133,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cat := target.Catalog(m, fps)
 	worst := -1
+	var sw *sweep
+	if *seeds != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fail(2, "%v", err)
+		}
+		sw = newSweep(*out, *keep, *seeds, *shard, len(list), stdout, stderr)
+	}
 	for _, s := range list {
 		sc, err := scenarios.Generate(spec, s, cat)
 		if err != nil {
@@ -132,7 +149,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			sc.Limits.TimeLimit = scenarios.Duration(*timeLimit)
 		}
 		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Seed: s, TimeLimit: *timeLimit, Flags: ef.args()}.Line()
-		code := runOne(ctx, harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}, stdout, stderr)
+		o := harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}
+		var code int
+		if sw != nil {
+			code = sweepOne(ctx, sw, s, o)
+		} else {
+			code = runOne(ctx, o, stdout, stderr)
+		}
 		worst = worse(worst, code)
 		if code == 1 && *shrink {
 			shrinkCase(ctx, spec, cat, s, *shrinkTry, *shrinkTime, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
@@ -141,8 +164,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			break
 		}
 	}
-	if len(list) > 1 {
-		fmt.Fprintf(stdout, "\n%d runs; worst exit code %d. Merge them: sagachaos report %s/*\n", len(list), worst, *out)
+	if sw != nil {
+		sw.finish(ctx.Err() != nil)
 	}
 	if worst == 0 {
 		return nil
@@ -158,6 +181,17 @@ func worse(a, b int) int {
 		return b
 	}
 	return a
+}
+
+// sweepOne runs one case of a --seeds sweep; the sweep prints its line.
+func sweepOne(ctx context.Context, sw *sweep, seed uint64, o harness.Options) int {
+	sw.begin(seed)
+	if sw.tty {
+		o.Status = sw.status(seed)
+	}
+	t0 := time.Now()
+	res, err := harness.Run(ctx, o)
+	return sw.record(seed, res, err, time.Since(t0))
 }
 
 // runOne runs one case and prints its summary; it returns the exit code.
