@@ -7,7 +7,7 @@ SEED     ?= 1
 
 PG_IMAGE ?= sagachaos/postgres:15-local
 
-.PHONY: run test race test-short bench lint selftest scenarios soak fuzz rss clean docker docker-down
+.PHONY: run test race test-short bench lint selftest scenarios soak fuzz rss clean docker docker-down anywhere
 
 ## run: one chaos run of the reference target on the embedded defaults
 run:
@@ -35,6 +35,11 @@ docker:
 	@eval "$$(scripts/docker-up.sh)" && scripts/pg-image.sh $(PG_IMAGE) >/dev/null && \
 	  TESTCONTAINERS_RYUK_DISABLED=true SAGACHAOS_PG_IMAGE=$(PG_IMAGE) \
 	  $(GO) test -tags docker -count=1 -timeout 15m -v -run 'Container|Testcontainers' ./harness/env/ ./cmd/sagachaos/
+
+## anywhere: go install …/cmd/sagachaos@version (the checkout published to a local file:// proxy) into a
+## fresh GOPATH and module cache, then a calm run of the reference from an empty directory outside the checkout
+anywhere:
+	$(GO) test -tags install -count=1 -timeout 30m -v -run 'TestInstalledBinaryWorksAnywhere' ./cmd/sagachaos/
 
 ## docker-down: stop the engine make docker started (containers of runs are removed first)
 docker-down:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/runstore"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/reports"
 )
@@ -194,31 +195,11 @@ func writeMerged(dir, indexPath string, runs []reports.RunSummary) (junitPath st
 	}
 	junitPath = filepath.Join(base, reports.JUnitFile)
 	for p, b := range map[string][]byte{indexPath: idx.Bytes(), junitPath: junit.Bytes(), filepath.Join(base, indexJSONFile): append(js, '\n')} {
-		if err := writeAtomic(p, b); err != nil {
+		if err := runstore.WriteFile(p, b); err != nil {
 			return "", err
 		}
 	}
 	return junitPath, nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // sweep runs many seeds: one line per run on stdout (seed, verdict,

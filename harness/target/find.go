@@ -1,6 +1,7 @@
 package target
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,10 @@ import (
 )
 
 // Find resolves --target: a path to a manifest file, or the name of a
-// directory under targets/ (searched from the working directory upwards).
+// directory under targets/, searched from the working directory upwards
+// and then in the source of the sagachaos module this binary was built from
+// (moduleSource: an installed binary finds its built-in targets from any
+// directory).
 func Find(nameOrPath string) (*targets.Manifest, error) {
 	if strings.HasSuffix(nameOrPath, ".json") {
 		return targets.LoadManifest(nameOrPath)
@@ -25,7 +29,15 @@ func Find(nameOrPath string) (*targets.Manifest, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return nil, fmt.Errorf("unknown target %q: no targets/%s/manifest.json above the working directory (pass a manifest path)", nameOrPath, nameOrPath)
+			src, err := moduleSource(context.Background())
+			if err == nil {
+				p := filepath.Join(src, "targets", nameOrPath, "manifest.json")
+				if _, serr := os.Stat(p); serr == nil {
+					return targets.LoadManifest(p)
+				}
+				err = fmt.Errorf("%s has no targets/%s", src, nameOrPath)
+			}
+			return nil, fmt.Errorf("unknown target %q: no targets/%s/manifest.json above the working directory, and not built in: %v (pass a manifest path)", nameOrPath, nameOrPath, err)
 		}
 		dir = parent
 	}
