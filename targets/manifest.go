@@ -175,14 +175,15 @@ func LoadManifest(path string) (*Manifest, error) {
 }
 
 // ParseManifest decodes and validates a manifest. Unknown fields are errors,
-// so a typo is reported rather than ignored.
+// so a typo is reported rather than ignored. Whole-line // comments are
+// allowed (the skeleton `sagachaos init` writes is commented).
 //
 // A domain file it names is read relative to the working directory; use
 // LoadManifest for a manifest on disk.
 func ParseManifest(b []byte) (*Manifest, error) { return parseManifest(b, ".") }
 
 func parseManifest(b []byte, dir string) (*Manifest, error) {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(strings.NewReader(string(stripComments(b))))
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
