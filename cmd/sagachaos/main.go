@@ -18,7 +18,7 @@ import (
 const usage = `sagachaos — chaos and correctness testing for sagas and transactional outboxes
 
 usage:
-  sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50] [--shard i/n] [--out runs] [--time-limit 3m] [--shrink]
+  sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50 [--keep failing|all]] [--shard i/n] [--out runs] [--time-limit 3m] [--shrink]
   sagachaos repro  RUN_DIR            replay a run: same scenario.json, same seed
   sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
   sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
@@ -26,6 +26,7 @@ usage:
   sagachaos selftest [--mutants a,b] [--mutant-seeds 5] [--detect-seeds 3] [--reference-seeds 2]
                                       the gate: every planted bug caught by its checker, the reference never flagged
   sagachaos env up                    bring the embedded environment up until Ctrl-C
+  sagachaos init [--name N]           write a commented manifest skeleton for your service (./sagachaos.json)
   sagachaos version
 
 exit codes: 0 all valid, 1 a violation was found, 2 error (no verdict), 3 unknown (not enough evidence)
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSelftest(ctx, args[1:], stdout, stderr)
 	case "env":
 		err = cmdEnv(ctx, args[1:], stdout, stderr)
+	case "init":
+		err = cmdInit(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "sagachaos", version())
 	case "help", "-h", "--help":
