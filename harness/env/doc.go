@@ -4,9 +4,13 @@
 //
 // Providers: PostgreSQL "local" (an ephemeral cluster from the local server
 // binaries, cloned from a cached initdb template), "dsn" (an existing server,
-// per-run databases) or "testcontainers"; Kafka "kfake" (franz-go's
-// in-process cluster speaking the real protocol over TCP), "brokers" (an
-// existing cluster, per-run topic prefix) or "testcontainers" (Redpanda).
+// per-run databases) or "testcontainers" (a container on a fixed loopback
+// port: crash = docker kill -s KILL, restart = docker start; labelled
+// containers removed by a supervisor.Reaper if the harness dies); Kafka
+// "kfake" (franz-go's in-process cluster speaking the real protocol over
+// TCP), "brokers" (an existing cluster, per-run topic prefix) or
+// "testcontainers" (Redpanda: compiled, but no image can be had without a
+// registry).
 //
 // Links. Every component gets its own toxiproxy link per dependency, named
 // "component→dependency", so one link can be cut without the others:
