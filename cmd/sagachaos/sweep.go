@@ -214,6 +214,10 @@ type sweep struct {
 	start                       time.Time
 
 	mu       sync.Mutex
+	runSeed  uint64
+	runStart time.Time
+	phase    string // of the current run, from the harness's status callback
+	stopTick chan struct{}
 	done     int
 	counts   map[string]int
 	elapsed  time.Duration
@@ -228,22 +232,51 @@ func newSweep(out, keep, seedsSpec, shard string, total int, stdout, stderr io.W
 		tty: isTerminal(stderr), color: isTerminal(stderr) && isTerminal(stdout), start: time.Now(), counts: map[string]int{}, ledgerOK: true}
 }
 
-// status is the harness's per-second callback while seed runs.
+// status is the harness's per-second callback while seed's workload runs.
 func (s *sweep) status(seed uint64) func(harness.Status) {
 	return func(st harness.Status) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.current = fmt.Sprintf("seed %d: %s orders %d/%d", seed, st.Phase, st.Invoked, st.Planned)
+		s.phase = fmt.Sprintf("%s orders %d/%d", st.Phase, st.Invoked, st.Planned)
+		s.setCurrentLocked()
 		s.drawLocked()
 	}
 }
 
-// begin announces the next run on the progress line.
+func (s *sweep) setCurrentLocked() {
+	s.current = fmt.Sprintf("seed %d: %s %s", s.runSeed, s.phase, time.Since(s.runStart).Truncate(time.Second))
+}
+
+// begin announces the next run on the progress line, which a ticker then
+// redraws every second (the harness reports only during the workload).
 func (s *sweep) begin(seed uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.runSeed, s.runStart, s.phase = seed, time.Now(), "starting"
 	s.current = fmt.Sprintf("seed %d: starting", seed)
 	s.drawLocked()
+	if s.tty && s.stopTick == nil {
+		s.stopTick = make(chan struct{})
+		go s.tick(s.stopTick)
+	}
+}
+
+func (s *sweep) tick(stop chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.current != "" {
+				s.setCurrentLocked()
+				s.drawLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
 }
 
 func (s *sweep) failures() int { return s.done - s.counts["valid"] }
@@ -364,6 +397,10 @@ func (s *sweep) record(seed uint64, res harness.Result, runErr error, dur time.D
 func (s *sweep) finish(interrupted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopTick != nil {
+		close(s.stopTick)
+		s.stopTick = nil
+	}
 	s.clearLocked()
 	where := "seeds " + s.seedsSpec
 	if s.shard != "" {

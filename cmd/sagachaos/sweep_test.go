@@ -144,6 +144,8 @@ func TestSweepKeepsFailing(t *testing.T) {
 // TestSweepProgressOnTTY runs a sweep on a pseudo-terminal: a live progress
 // line (bar, runs done/total, failures so far, ETA, the current run) is
 // redrawn in place, and the run lines and the summary still come out whole.
+// (The per-second redraws with the current run's phase depend on how long a
+// run takes, so only the redraws at each run's start and end are asserted.)
 func TestSweepProgressOnTTY(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command(cliBin, "run", "--mutant", "email-before-pivot", "--scenario", tinyCalm, "--seeds", "1-2", "--out", out)
@@ -164,7 +166,6 @@ func TestSweepProgressOnTTY(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`\r\x1b\[K\[-{24}\] 0/2 runs  0 failing  ETA …  seed 1: `),
 		regexp.MustCompile(`\r\x1b\[K\[#{12}-{12}\] 1/2 runs  \x1b\[31m1 failing\x1b\[0m  ETA [0-9]+:[0-9]{2}  seed 2: `),
-		regexp.MustCompile(`seed 1: (env-up|target-up|workload|quiesce|observe|check) orders [0-9]+/[0-9]+`),
 		regexp.MustCompile(`\x1b\[31mseed 1 +INVALID +[0-9.]+s  [^\r\n]*pivot/before-pivot\x1b\[0m\r?\n`),
 		regexp.MustCompile(`\nsweep seeds 1-2: 2/2 runs, 0 valid, 2 invalid, 0 unknown, 0 error in [0-9:]+; kept 2 run dirs`),
 	} {
