@@ -380,7 +380,7 @@ func (s *sweep) record(seed uint64, res harness.Result, runErr error, dur time.D
 				fmt.Fprintf(s.stderr, "sagachaos: remove %s: %v\n", res.RunDir, err)
 			}
 		}
-		s.runs = append(s.runs, reports.RunSummary{Dir: base, Verdict: v, Summarized: !kept})
+		s.runs = append(s.runs, reports.RunSummary{Dir: base, Verdict: v, Summarized: !kept, Elapsed: dur})
 	}
 	if kept {
 		s.kept++
@@ -454,7 +454,8 @@ func collectRuns(args []string) ([]reports.RunSummary, error) {
 			if have[l.Dir] {
 				continue
 			}
-			out = append(out, reports.RunSummary{Dir: filepath.Join(a, l.Dir), Verdict: l.Verdict, Summarized: true})
+			out = append(out, reports.RunSummary{Dir: filepath.Join(a, l.Dir), Verdict: l.Verdict, Summarized: true,
+				Elapsed: time.Duration(l.DurationMS) * time.Millisecond})
 		}
 	}
 	return out, nil
