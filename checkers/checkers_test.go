@@ -11,8 +11,8 @@ import (
 func TestCatalogue(t *testing.T) {
 	all := All(models.OrderSaga)
 	ds := Describe()
-	if len(all) != 10 || len(ds) != len(all) {
-		t.Fatalf("%d checkers, %d descriptions, want 10", len(all), len(ds))
+	if len(all) != 12 || len(ds) != len(all) {
+		t.Fatalf("%d checkers, %d descriptions, want 12", len(all), len(ds))
 	}
 	for i, c := range all {
 		if c.Name() != ds[i].Name || ds[i].Invariant == "" || ds[i].Evidence == "" {
@@ -117,6 +117,9 @@ func TestOtherSpec(t *testing.T) {
 		b.add("world/travel", models.Effect, f, "t-1", map[string]string{"id": f})
 	}
 	b.add(models.ProcObserver, models.State, models.FOrderState, "t-1", models.OrderState{Status: "ABORTED"})
+	b.add(models.ProcObserver, models.State, models.FOrdersSnapshot, "", models.Snapshot{Rows: 1, Complete: true})
+	b.add(models.ProcObserver, models.State, models.FKafkaSnapshot, "", models.KafkaSnapshot{Complete: true})
+	b.add(models.ProcHarness, models.Info, models.FRunEnd, "", map[string]int{"elapsed_ms": 1})
 	v := CheckAll(b.history(), trip)
 	for _, r := range v.Results {
 		switch r.Checker {

@@ -106,6 +106,120 @@ var corruptions = []corruption{
 	{name: "key-reused", want: []string{"client-idempotency"}, twin: true, mutate: func(ops []models.Op) []models.Op {
 		return editValue(ops, isOp(models.State, models.FOrderState, victim), func(m map[string]any) { m["idempotency_key"] = "k-twin" })
 	}},
+	// The inventory committed past the victim's ReserveStock without
+	// applying it (an at-most-once consumer).
+	{name: "lost-delivery", want: []string{"no-lost-delivery"}, mutate: func(ops []models.Op) []models.Op {
+		return slices.DeleteFunc(ops, func(o models.Op) bool {
+			m := decodeMap(o.Value)
+			return isOp(models.State, models.FApplied, victim)(o) && m["consumer"] == "inventory" && m["type"] == "ReserveStock"
+		})
+	}},
+	// The victim's OrderApproved stays unpublished through the whole drain
+	// watch, with every relay healthy and the outbox idle.
+	{name: "stuck-row", want: []string{"outbox-drains"}, mutate: func(ops []models.Op) []models.Op {
+		return unpublish(ops, "OrderApproved", func(d map[string]any) float64 {
+			d["to_t"] = d["from_t"].(float64) + 2.5e9
+			return d["from_t"].(float64)
+		})
+	}},
+	// The victim's ChargePayment is committed and not in the log, while its
+	// ScheduleDelivery (higher seq, same topic) is; the drain watch saw it
+	// only at its last poll, so outbox-drains cannot say it is stuck.
+	{name: "seq-gap", want: []string{"per-aggregate-order"}, mutate: func(ops []models.Op) []models.Op {
+		return unpublish(ops, "ChargePayment", func(d map[string]any) float64 { return d["to_t"].(float64) })
+	}},
+	// The victim's OrderCreated (seq 1) vanished from the outbox before it
+	// was published: seq 2 exists, seq 1 is nowhere.
+	{name: "vanished-row", want: []string{"per-aggregate-order"}, mutate: func(ops []models.Op) []models.Op {
+		return dropMessage(ops, "OrderCreated")
+	}},
+	// The victim was approved without announcing it.
+	{name: "missing-terminal-event", want: []string{"saga-terminates"}, mutate: func(ops []models.Op) []models.Op {
+		return dropMessage(ops, "OrderApproved")
+	}},
+	// The quiesce stage stopped early: the victim sat PENDING, unchanged,
+	// for more than k step timeouts after heal with everything healthy.
+	{name: "stuck-proved-early", want: []string{"saga-terminates"}, mutate: func(ops []models.Op) []models.Op {
+		return stuckEarly(ops, 6.5e9)
+	}},
+}
+
+// unpublish marks the victim's row of typ unpublished, removes its records
+// from the log and lists it pending in its drain watch, first seen at the
+// time window returns (which may also edit the watch).
+func unpublish(ops []models.Op, typ string, window func(d map[string]any) float64) []models.Op {
+	var row map[string]any
+	ops = editValue(ops, func(o models.Op) bool {
+		return isOp(models.State, models.FOutboxRow, victim)(o) && decodeMap(o.Value)["type"] == typ
+	}, func(m map[string]any) { m["published"] = false; row = m })
+	ops = slices.DeleteFunc(ops, func(o models.Op) bool { return o.Type == models.Event && o.F == typ && o.Order == victim })
+	return editValue(ops, func(o models.Op) bool {
+		return o.F == models.FOutboxDrain && decodeMap(o.Value)["db"] == row["db"]
+	}, func(d map[string]any) {
+		d["drained"] = false
+		d["pending"] = []any{map[string]any{"id": row["id"], "event_id": row["event_id"], "aggregate": victim, "type": typ, "first_seen_t": window(d)}}
+	})
+}
+
+// dropMessage removes the victim's outbox row of typ and its records.
+func dropMessage(ops []models.Op, typ string) []models.Op {
+	return slices.DeleteFunc(ops, func(o models.Op) bool {
+		return (o.Type == models.Event && o.F == typ && o.Order == victim) ||
+			(isOp(models.State, models.FOutboxRow, victim)(o) && decodeMap(o.Value)["type"] == typ)
+	})
+}
+
+// stuckEarly makes the victim PENDING at the end and the quiesce stage stop
+// early with it unchanged for `for` ns since the watch started.
+func stuckEarly(ops []models.Op, watched float64) []models.Op {
+	ops = editValue(ops, isOp(models.State, models.FOrderState, victim), func(m map[string]any) {
+		m["status"] = models.StatusPending
+		m["trail"] = []string{"create-order", "reserve-stock"}
+	})
+	return editValue(ops, func(o models.Op) bool { return o.F == models.FQuiesce }, func(m map[string]any) {
+		from := m["from_t"].(float64)
+		m["all_terminal"] = false
+		m["pending"] = []string{victim}
+		m["early_stop"] = true
+		m["checked_t"] = from + watched
+		m["sagas"] = []any{map[string]any{"id": victim, "status": models.StatusPending, "trail": []string{"create-order", "reserve-stock"}, "changed_t": from, "rows": 3}}
+	})
+}
+
+// recount rewrites every closing snapshot's row count to the rows recorded
+// before it, as an observer of the corrupted system would have written it.
+func recount(ops []models.Op) []models.Op {
+	var events, orders, stock, outbox, applied int
+	for i := range ops {
+		o := &ops[i]
+		set := func(field string, n *int) {
+			o.Value = setField(o.Value, field, *n)
+			*n = 0
+		}
+		switch {
+		case o.Type == models.Event:
+			events++
+		case o.F == models.FOrderState:
+			orders++
+		case o.F == models.FStockState:
+			stock++
+		case o.F == models.FOutboxRow:
+			outbox++
+		case o.F == models.FApplied:
+			applied++
+		case o.F == models.FKafkaSnapshot:
+			set("records", &events)
+		case o.F == models.FOrdersSnapshot:
+			set("rows", &orders)
+		case o.F == models.FStockSnapshot:
+			set("rows", &stock)
+		case o.F == models.FOutboxSnapshot:
+			set("rows", &outbox)
+		case o.F == models.FAppliedSnapshot:
+			set("rows", &applied)
+		}
+	}
+	return ops
 }
 
 // corrupt generates a correct history with the random plans plus the
@@ -121,7 +235,7 @@ func corrupt(ch chooser, c corruption, n int) *models.History {
 	}
 	h, _ := genHistory(ch, stock, plans)
 	if c.mutate != nil {
-		h.Ops = renumber(c.mutate(h.Ops))
+		h.Ops = renumber(recount(c.mutate(h.Ops)))
 	}
 	return h
 }

@@ -20,33 +20,43 @@ func Check(h *models.History) models.Verdict {
 	return CheckAll(h, s)
 }
 
-// declOf finds the target op among the first ops of h (it follows
-// run-start).
-func declOf(h *models.History) (*models.TargetDecl, int64) {
-	if h == nil {
-		return nil, -1
-	}
-	for k := range h.Ops {
-		op := &h.Ops[k]
+// declOf finds the target op among the first ops (it follows run-start):
+// the declaration, its index, and whether it failed to decode (a broken
+// target op is not an older history: nothing it would declare is known).
+// It is the one reading of the target op; NewIndex and HealthOf use it.
+func declOf(ops []models.Op) (d *models.TargetDecl, at int64, broken bool) {
+	for k := range ops {
+		op := &ops[k]
 		if op.Proc == models.ProcHarness && op.F == models.FTarget {
 			var d models.TargetDecl
 			if op.Decode(&d) != nil {
-				return nil, op.I
+				return nil, op.I, true
 			}
-			return &d, op.I
+			return &d, op.I, false
 		}
 		if op.Proc != models.ProcHarness && op.Type != models.Info {
 			break // the target op comes before the workload
 		}
 	}
-	return nil, -1
+	return nil, -1, false
 }
 
-// resolveDomain sets the index's domain from h's declaration: the saga
-// (fallback for a history that declares none and is not outbox-only), the
-// resources and the seq source.
+// resolveDomain sets the index's declaration (Target, TargetOp) and domain
+// from h's target op: the saga (fallback for a history that declares none
+// and is not outbox-only), the resources and the seq source. An
+// undecodable target op is a bad "harness:target" op: the checkers that
+// read the consumers or relays say unknown; the domain falls back to the
+// order domain's, as for a history without one.
 func (ix *Index) resolveDomain(h *models.History, fallback models.SagaSpec) models.SagaSpec {
-	d, _ := declOf(h)
+	var d *models.TargetDecl
+	if h != nil {
+		var broken bool
+		d, ix.TargetOp, broken = declOf(h.Ops)
+		if broken {
+			ix.bad("harness:"+models.FTarget, ix.TargetOp)
+		}
+	}
+	ix.Target = d
 	saga, res, legacy := d.Domain()
 	ix.Resources = res
 	if d != nil {

@@ -13,8 +13,11 @@
 //
 // One file per invariant (terminates.go, allornothing.go, doubleeffect.go,
 // compensation.go, pivot.go, outbox.go, order.go, conservation.go,
-// idempotency.go); each checker's doc comment states its invariant exactly
-// and what evidence it needs. Checkers read step names only from the
+// idempotency.go, delivery.go, drains.go); each checker's doc comment states
+// its invariant exactly and what evidence it needs. complete.go holds the
+// verdict's preconditions: a history that does not prove it is complete
+// (run-end, every planned snapshot closed with its row count) or in which
+// nothing happened to judge has no valid result. Checkers read step names only from the
 // models.SagaSpec they are given and op names only from models/vocab.go.
 //
 // Cost: one pass to index (a small decoder for the flat JSON values keeps

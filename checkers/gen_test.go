@@ -88,6 +88,9 @@ type plan struct {
 	// dupAll: every record of this order is published twice, once at
 	// once and once later (relay crash-restart loops)
 	dupAll bool
+	// note: the orders service also publishes an OrderNoted, a type no
+	// consumer handles (consumers skip it without an applied record)
+	note bool
 	// decided by stock at generation time
 	reserved bool
 }
@@ -110,6 +113,38 @@ type world struct {
 	effectN  int
 	noDup    map[string]bool
 	dupAll   map[string]bool
+	// clock is the history time of the next op (ns); the observer's waits
+	// advance it by seconds.
+	clock int64
+}
+
+// The model's target: what its `target` op declares. Consumers are the
+// services that consume (each applies only the types it handles; the
+// orders topic also carries OrderCreated, OrderApproved and OrderCancelled,
+// which nobody handles), relays publish the outboxes.
+var (
+	modelRelays    = []string{"relay-1", "relay-2"}
+	modelInstances = []string{"orders", "inventory", "payment", "delivery", "relay-1", "relay-2"}
+	modelConsumers = []models.ConsumerDecl{
+		{Process: "orders", Instances: []string{"orders"}, Consumer: "orders", Group: "orders", Topics: []string{"inventory", "payment", "delivery"},
+			Types: []string{"StockReserved", "StockRejected", "StockReleased", "StockNotReserved", "PaymentCharged", "PaymentDeclined", "PaymentRefunded", "DeliveryScheduled"}},
+		{Process: "inventory", Instances: []string{"inventory"}, Consumer: "inventory", Group: "inventory", Topics: []string{"orders", "orders-compensation"},
+			Types: []string{"ReserveStock", "ReleaseStock"}},
+		{Process: "payment", Instances: []string{"payment"}, Consumer: "payment", Group: "payment", Topics: []string{"orders"}, Types: []string{"ChargePayment"}},
+		{Process: "delivery", Instances: []string{"delivery"}, Consumer: "delivery", Group: "delivery", Topics: []string{"orders"}, Types: []string{"ScheduleDelivery"}},
+	}
+)
+
+// Timing of the model's observer (history ns).
+const (
+	modelStepTimeoutMS = 2000
+	modelStuckAfterMS  = 3 * modelStepTimeoutMS
+	modelSettleMS      = 2000
+)
+
+// life records a component lifecycle op of instance.
+func (w *world) life(f, inst string, inc int) {
+	w.add(models.ProcComponentPrefix+inst, models.Info, f, "", models.ComponentEvent{Instance: inst, Incarnation: inc})
 }
 
 type partKey struct {
@@ -141,7 +176,8 @@ func (w *world) add(proc string, typ models.OpType, f, order string, v any) int 
 		}
 		raw = b
 	}
-	w.ops = append(w.ops, models.Op{I: int64(len(w.ops)), T: int64(len(w.ops)) * 1000, Proc: proc, Type: typ, F: f, Order: order, Value: raw})
+	w.ops = append(w.ops, models.Op{I: int64(len(w.ops)), T: w.clock, Proc: proc, Type: typ, F: f, Order: order, Value: raw})
+	w.clock += 1000
 	return len(w.ops) - 1
 }
 
@@ -223,7 +259,16 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 		w.dupAll[p.id] = p.dupAll
 	}
 	w.add(models.ProcHarness, models.Info, models.FRunStart, "", models.RunInfo{ID: "gen", Target: "model", Scenario: "generated", Seed: 1})
+	w.add(models.ProcHarness, models.Info, models.FTarget, "", models.TargetDecl{Name: "model", Consumers: modelConsumers, Relays: modelRelays, Instances: modelInstances})
 	w.add(models.ProcHarness, models.Info, models.FInitStock, "", models.InitialStock{Stock: stock})
+	incarnation := map[string]int{}
+	for _, in := range modelInstances {
+		incarnation[in] = 1
+		w.life(models.FComponentStart, in, 1)
+	}
+	for _, in := range modelInstances {
+		w.life(models.FComponentHealthy, in, 1)
+	}
 	avail := map[string]int64{}
 	held := map[string]int64{}
 	for k, v := range stock {
@@ -277,14 +322,58 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 		}
 		if ch.intn(30) == 0 {
 			w.add(models.ProcNemesis, models.Info, "kill", "", models.FaultRecord{ID: fmt.Sprintf("f%d", len(w.ops)), Kind: "kill", Phase: models.PhaseInstant, Target: "relay-1"})
+			w.life(models.FComponentExit, "relay-1", incarnation["relay-1"])
+			incarnation["relay-1"]++
+			w.life(models.FComponentStart, "relay-1", incarnation["relay-1"])
+			w.life(models.FComponentHealthy, "relay-1", incarnation["relay-1"])
 		}
 	}
 	for _, r := range w.pendDups {
 		w.append(r)
 	}
+	// heal; a relay may die by itself after heal and come back (the drain
+	// watch then starts once it is healthy again)
+	w.add(models.ProcHarness, models.Info, models.FPhase, "", models.Phase{Name: "heal"})
+	w.add(models.ProcHarness, models.Info, models.FHealed, "", models.Healed{Healthy: modelInstances})
+	if ch.intn(4) == 0 {
+		w.clock += 300e6
+		w.life(models.FComponentExit, "relay-2", incarnation["relay-2"])
+		incarnation["relay-2"]++
+		w.clock += 200e6
+		w.life(models.FComponentStart, "relay-2", incarnation["relay-2"])
+		w.life(models.FComponentHealthy, "relay-2", incarnation["relay-2"])
+	}
 	// observation after quiescence
+	w.add(models.ProcHarness, models.Info, models.FPhase, "", models.Phase{Name: "quiesce"})
+	fromT := w.clock
+	w.clock += 800e6
+	w.add(models.ProcObserver, models.State, models.FQuiesce, "", models.Quiesce{AllTerminal: true, WaitedMS: 800, DeadlineMS: 90000,
+		StepTimeoutMS: modelStepTimeoutMS, StuckAfterMS: modelStuckAfterMS, FromT: fromT, CheckedT: w.clock - 1000})
 	w.add(models.ProcHarness, models.Info, models.FPhase, "", models.Phase{Name: "observe"})
-	w.add(models.ProcObserver, models.State, models.FQuiesce, "", models.Quiesce{AllTerminal: true, WaitedMS: 10, DeadlineMS: 1000})
+	plan := []string{models.SnapKafka, models.SnapOrders, models.SnapStock}
+	for _, db := range w.dbs {
+		plan = append(plan, models.SnapDrainPfx+db, models.SnapOutboxPfx+db)
+	}
+	for _, c := range modelConsumers {
+		plan = append(plan, models.SnapOffsetPfx+c.Group, models.SnapApplied+c.Consumer)
+	}
+	w.add(models.ProcObserver, models.State, models.FObservePlan, "", models.ObservePlan{Snapshots: plan})
+	drainFrom := w.clock
+	w.clock += 600e6
+	for _, db := range w.dbs {
+		w.add(models.ProcObserver, models.State, models.FOutboxDrain, "", models.OutboxDrain{DB: db, SettleMS: modelSettleMS,
+			FromT: drainFrom, ToT: w.clock, Polls: 6, IdleSinceT: drainFrom, Drained: true})
+	}
+	for _, c := range modelConsumers {
+		co := models.ConsumerOffsets{Group: c.Group, Consumer: c.Consumer, LagFree: true, WaitedMS: 5}
+		for _, k := range w.parts {
+			if slices.Contains(c.Topics, k.topic) {
+				n := int64(len(w.logs[k]))
+				co.Partitions = append(co.Partitions, models.PartitionOffset{Topic: k.topic, Partition: k.p, Committed: n, End: n})
+			}
+		}
+		w.add(models.ProcObserver, models.State, models.FConsumerOffsets, "", co)
+	}
 	var ids []string
 	for _, p := range plans {
 		if p.created() {
@@ -314,10 +403,16 @@ func genHistory(ch chooser, stock map[string]int64, plans []*plan) (*models.Hist
 		}
 		w.add(models.ProcObserver, models.State, models.FOutboxSnapshot, "", models.OutboxSnapshot{DB: db, Rows: len(w.rows[db]), Complete: true})
 	}
-	for _, a := range w.applied {
-		w.add(models.ProcObserver, models.State, models.FApplied, a.order, a.a)
+	for _, c := range modelConsumers { // one inbox per consumer's database
+		n := 0
+		for _, a := range w.applied {
+			if a.a.Consumer == c.Consumer {
+				w.add(models.ProcObserver, models.State, models.FApplied, a.order, a.a)
+				n++
+			}
+		}
+		w.add(models.ProcObserver, models.State, models.FAppliedSnapshot, "", models.Snapshot{DB: c.Consumer, Rows: n, Complete: true})
 	}
-	w.add(models.ProcObserver, models.State, models.FAppliedSnapshot, "", models.Snapshot{Rows: len(w.applied), Complete: true})
 	var topics []string
 	n := 0
 	for _, k := range w.parts {
@@ -390,6 +485,9 @@ func (w *world) orderTrack(p *plan) []step {
 	id := p.id
 	create := func() []step {
 		w.publish("orders", id, "OrderCreated")
+		if p.note {
+			w.publish("orders", id, "OrderNoted")
+		}
 		return reply
 	}
 	charge := func() int {

@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -70,6 +71,34 @@ type Index struct {
 	// Interrupted is set when the harness recorded an interrupted op.
 	Interrupted bool
 
+	// Target is the harness's declaration of what the target consumes and
+	// runs (nil: the history predates it); Healed the end of the heal step.
+	Target   *models.TargetDecl
+	TargetOp int64
+	Healed   *models.Healed
+	HealedOp int64
+	// HealErr is set when an older history's heal phase op says heal failed.
+	HealErr string
+	// Life is every component lifecycle op (start, healthy, exit) and every
+	// crash or restart the nemesis journaled, in history order.
+	Life []LifeFact
+	// Offsets by consumer group; Drains by outbox database.
+	Offsets map[string]OffsetsFact
+	Drains  map[string]DrainFact
+	// Plan is the observer's list of the snapshots it meant to write.
+	Plan   *models.ObservePlan
+	PlanOp int64
+	// RunEndOp is the run-end op (-1: none: the history is cut off or the
+	// run never finished); Truncated says its last line was cut short.
+	RunEndOp  int64
+	Truncated bool
+	// closed lists the snapshot names (models.Snap*) whose closing op is in
+	// the history; miscount the closing ops whose row count disagrees with
+	// the rows recorded before them.
+	closed    map[string]bool
+	miscount  []string
+	rowsSince struct{ events, orders, stock, resource, outbox, applied int }
+
 	// Bad lists ops whose value could not be decoded, by category
 	// ("client", "effect", "event", "state:<f>", "harness:<f>"). A checker
 	// that reads a category with bad ops cannot be sure and says unknown.
@@ -99,6 +128,9 @@ type Index struct {
 	// Res holds the counted resources' observations by name (the legacy
 	// stock ops feed Res["stock"] too).
 	Res map[string]*ResourceFacts
+
+	inLogOnce sync.Once
+	rowInLog  []bool
 
 	// spec-derived lookup tables
 	fwdEvent, compEvent map[string]int // event type -> step index
@@ -213,6 +245,28 @@ type AppliedFact struct {
 	ord, src, consumer int32
 }
 
+// LifeFact is one change of a component's health: Up for a healthy op
+// (or an older history's nemesis restart, written once the instance was
+// healthy again), down for start, exit and crash.
+type LifeFact struct {
+	Op, T    int64
+	Instance string
+	F        string
+	Up       bool
+}
+
+// OffsetsFact is one consumer group's committed offsets at observation.
+type OffsetsFact struct {
+	Op int64
+	models.ConsumerOffsets
+}
+
+// DrainFact is the drain watch of one outbox database.
+type DrainFact struct {
+	Op int64
+	models.OutboxDrain
+}
+
 // StockFact is the final stock of one SKU.
 type StockFact struct {
 	Op int64
@@ -243,6 +297,13 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		KafkaOp:     -1,
 		InitialOp:   -1,
 		QuiesceOp:   -1,
+		TargetOp:    -1,
+		HealedOp:    -1,
+		PlanOp:      -1,
+		RunEndOp:    -1,
+		Offsets:     make(map[string]OffsetsFact),
+		Drains:      make(map[string]DrainFact),
+		closed:      make(map[string]bool),
 		names:       make(map[string]int32),
 		strs:        interner{},
 		lastPart:    -1,
@@ -257,6 +318,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 		return ix
 	}
 	ix.Ops = h.Ops
+	ix.Truncated = h.Truncated
 	// Size everything once: growing slices of facts dominated the cost.
 	var nEv, nRow, nApp, nEff, nOrd int
 	for k := range h.Ops {
@@ -314,6 +376,10 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 				ix.client(op, pending)
 			case op.Proc == models.ProcHarness:
 				ix.harness(op)
+			case strings.HasPrefix(op.Proc, models.ProcComponentPrefix):
+				ix.lifecycle(op)
+			case op.Proc == models.ProcNemesis && (op.F == "crash" || op.F == "restart"):
+				ix.lifecycle(op)
 			}
 		case models.Effect:
 			e := EffectFact{Op: op.I, Proc: op.Proc, F: op.F, Order: op.Order}
@@ -334,6 +400,7 @@ func NewIndex(h *models.History, spec models.SagaSpec) *Index {
 				unattributed = append(unattributed, int32(len(ix.Effects)-1))
 			}
 		case models.Event:
+			ix.rowsSince.events++
 			var r models.EventRecord
 			if err := decodeEvent(op.Value, &r, ix.strs, op.Order, ix.eventID); err != nil {
 				ix.bad("event", op.I)
@@ -574,11 +641,64 @@ func (ix *Index) harness(op *models.Op) {
 		r.Initial, r.InitialOp = s.Amounts, op.I
 	case models.FInterrupted:
 		ix.Interrupted = true
+	case models.FRunEnd:
+		ix.RunEndOp = op.I
+	case models.FHealed:
+		var hd models.Healed
+		if err := op.Decode(&hd); err != nil {
+			ix.bad("harness:"+op.F, op.I)
+			return
+		}
+		ix.Healed, ix.HealedOp = &hd, op.I
+	case models.FPhase:
+		// An older history journals a failed heal as a phase op with an
+		// error (a later one writes a healed op).
+		if bytes.Contains(op.Value, []byte(`"error"`)) {
+			var m map[string]string
+			if json.Unmarshal(op.Value, &m) == nil && m["name"] == "heal" && m["error"] != "" && m["action"] == "" {
+				ix.HealErr = m["error"]
+			}
+		}
 	}
+}
+
+// lifecycle records a component op (start, healthy, exit; failpoint lines
+// are not health) or an older history's nemesis crash / restart.
+func (ix *Index) lifecycle(op *models.Op) {
+	var up bool
+	switch op.F {
+	case models.FComponentHealthy, "restart":
+		up = true
+	case models.FComponentStart, models.FComponentExit, "crash":
+	default:
+		return
+	}
+	inst := strings.TrimPrefix(op.Proc, models.ProcComponentPrefix)
+	if op.Proc == models.ProcNemesis {
+		var f models.FaultRecord
+		if op.Decode(&f) != nil || f.Target == "" {
+			ix.bad("component", op.I)
+			return
+		}
+		inst = f.Target
+	}
+	ix.Life = append(ix.Life, LifeFact{Op: op.I, T: op.T, Instance: inst, F: op.F, Up: up})
 }
 
 func (ix *Index) state(op *models.Op) {
 	fail := func() { ix.bad("state:"+op.F, op.I) }
+	switch op.F { // rows recorded, decodable or not, for the snapshot counts
+	case models.FOrderState:
+		ix.rowsSince.orders++
+	case models.FStockState:
+		ix.rowsSince.stock++
+	case models.FResourceState:
+		ix.rowsSince.resource++
+	case models.FOutboxRow:
+		ix.rowsSince.outbox++
+	case models.FApplied:
+		ix.rowsSince.applied++
+	}
 	switch op.F {
 	case models.FOrderState:
 		var s models.OrderState
@@ -618,6 +738,7 @@ func (ix *Index) state(op *models.Op) {
 			return
 		}
 		ix.res(sn.DB).Snap = &SnapFact{Op: op.I, OutboxSnapshot: models.OutboxSnapshot(sn)}
+		ix.close(models.SnapResourcePfx+sn.DB, op, sn.Rows, &ix.rowsSince.resource)
 	case models.FOutboxRow:
 		var r models.OutboxRow
 		if decodeRow(op.Value, &r, ix.strs) != nil {
@@ -640,6 +761,7 @@ func (ix *Index) state(op *models.Op) {
 			return
 		}
 		ix.OutboxSnaps[s.DB] = SnapFact{Op: op.I, OutboxSnapshot: s}
+		ix.close(models.SnapOutboxPfx+s.DB, op, s.Rows, &ix.rowsSince.outbox)
 	case models.FApplied:
 		var a models.Applied
 		if decodeApplied(op.Value, &a, ix.strs, ix.eventID) != nil {
@@ -658,6 +780,7 @@ func (ix *Index) state(op *models.Op) {
 			return
 		}
 		ix.KafkaSnap, ix.KafkaOp = &s, op.I
+		ix.close(models.SnapKafka, op, s.Records, &ix.rowsSince.events)
 	case models.FOrdersSnapshot, models.FStockSnapshot, models.FAppliedSnapshot:
 		var sn models.Snapshot
 		if op.Decode(&sn) != nil {
@@ -668,12 +791,38 @@ func (ix *Index) state(op *models.Op) {
 		switch op.F {
 		case models.FOrdersSnapshot:
 			ix.OrdersSnap = f
+			ix.close(models.SnapOrders, op, sn.Rows, &ix.rowsSince.orders)
 		case models.FStockSnapshot:
 			ix.StockSnap = f
 			ix.res(models.LegacyStock).Snap = f
+			ix.close(models.SnapStock, op, sn.Rows, &ix.rowsSince.stock)
 		default:
 			ix.AppliedSnaps = append(ix.AppliedSnaps, *f)
+			ix.close(models.SnapApplied+sn.DB, op, sn.Rows, &ix.rowsSince.applied)
 		}
+	case models.FObservePlan:
+		var p models.ObservePlan
+		if op.Decode(&p) != nil {
+			fail()
+			return
+		}
+		ix.Plan, ix.PlanOp = &p, op.I
+	case models.FOutboxDrain:
+		var d models.OutboxDrain
+		if op.Decode(&d) != nil {
+			fail()
+			return
+		}
+		ix.Drains[d.DB] = DrainFact{Op: op.I, OutboxDrain: d}
+		ix.closed[models.SnapDrainPfx+d.DB] = true
+	case models.FConsumerOffsets:
+		var c models.ConsumerOffsets
+		if op.Decode(&c) != nil {
+			fail()
+			return
+		}
+		ix.Offsets[c.Group] = OffsetsFact{Op: op.I, ConsumerOffsets: c}
+		ix.closed[models.SnapOffsetPfx+c.Group] = true
 	case models.FQuiesce:
 		var q models.Quiesce
 		if op.Decode(&q) != nil {
@@ -682,6 +831,17 @@ func (ix *Index) state(op *models.Op) {
 		}
 		ix.Quiesce, ix.QuiesceOp = &q, op.I
 	}
+}
+
+// close notes the closing op of snapshot name and checks its row count
+// against the rows recorded since the previous closing op of its kind (the
+// observer writes each snapshot's rows, then its closing op).
+func (ix *Index) close(name string, op *models.Op, rows int, since *int) {
+	ix.closed[name] = true
+	if rows != *since {
+		ix.miscount = append(ix.miscount, fmt.Sprintf("%s (op #%d) closes %d rows but %d were recorded", op.F, op.I, rows, *since))
+	}
+	*since = 0
 }
 
 // badIn returns a description of undecodable ops in the given categories
@@ -795,6 +955,20 @@ func (ix *Index) SourceDB(source string) (db string, ok bool) {
 		return "", false
 	}
 	return db, db != ""
+}
+
+// RowInLog reports whether row n's event_id is in the Kafka log (computed
+// once, for every checker that asks).
+func (ix *Index) RowInLog(n int) bool {
+	ix.inLogOnce.Do(func() {
+		ix.rowInLog = make([]bool, len(ix.Rows))
+		for i := range ix.Rows {
+			if id := ix.Rows[i].EventID; id != "" {
+				_, ix.rowInLog[i] = ix.EventsByID[id]
+			}
+		}
+	})
+	return ix.rowInLog[n]
 }
 
 // eventID decodes an event_id, sharing the string of an outbox row or an

@@ -2,7 +2,9 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // checkPerAggregateOrder is per-aggregate-order.
@@ -22,6 +24,9 @@ import (
 // over partitions is already flagged as unkeyed.
 //
 // Records without a source or seq are skipped (counted in stats).
+//
+// Seq gaps (checkSeqGaps) complete it: a gap in the log is legal only
+// where the missing seq went to another topic.
 func checkPerAggregateOrder(ix *Index, b *builder) {
 	if s := ix.badIn("event", "state:applied"); s != "" {
 		b.unknown("%s", s)
@@ -161,4 +166,199 @@ func checkPerAggregateOrder(ix *Index, b *builder) {
 	b.stats["events"] = int64(len(ix.Events))
 	b.stats["events-skipped"] = skipped
 	b.stats["applied-checked"] = appliedChecked
+	if ix.KafkaSnap != nil && ix.KafkaSnap.Complete {
+		checkSeqGaps(ix, b)
+	}
+}
+
+// checkSeqGaps is the seq-gap half of per-aggregate-order. Per (source,
+// aggregate) — a source's rows are those of its outbox database, found as
+// Index.SourceDB finds it — and with a complete Kafka log:
+//
+//   - seq-gap: a committed row (in the outbox snapshot) of seq k and topic
+//     T whose event_id is not in the log, while a record of the same
+//     source, aggregate and topic T with a seq above k is. Rows of one
+//     aggregate commit in seq order (the contract), so k was committed
+//     before that record was published: its consumers saw k+… without k.
+//   - vanished-row: a seq k, 1 ≤ k < m, in neither the source's outbox rows
+//     nor the log, where m is the highest seq of the (source, aggregate) in
+//     either. Seqs are dense (the contract: 1, 2, 3 … per source and
+//     aggregate, a rolled-back transaction takes none), and a row may be
+//     deleted only after it was published (an outbox query that is not
+//     complete allows that), when its record is in the complete log — so a
+//     seq in neither was deleted before publication, or never written.
+//     Needs the database's outbox read without error.
+//
+// A database that more than one source maps to is skipped (its seqs may
+// be of several counters), as are rows and records without a seq.
+func checkSeqGaps(ix *Index, b *builder) {
+	// the database of each interned source, and the sources per database
+	srcDB := make([]int32, len(ix.names)) // index into dbNames, -1 none
+	var dbNames []string
+	perDB := map[string]int{}
+	dbIndex := map[string]int32{}
+	for i := range srcDB {
+		srcDB[i] = -1
+	}
+	for name, id := range ix.names {
+		db, ok := ix.SourceDB(name)
+		if !ok || name == "" {
+			continue
+		}
+		if _, snap := ix.OutboxSnaps[db]; !snap {
+			continue
+		}
+		perDB[db]++
+		k, seen := dbIndex[db]
+		if !seen {
+			k = int32(len(dbNames))
+			dbIndex[db] = k
+			dbNames = append(dbNames, db)
+		}
+		srcDB[id] = k
+	}
+	for id, k := range srcDB {
+		if k >= 0 && perDB[dbNames[k]] > 1 {
+			srcDB[id] = -1 // several seq counters in one database
+		}
+	}
+	// each row's database and seq, in one linear pass
+	rowK := make([]int32, len(ix.Rows))
+	lastDB, lastK := "\x00", int32(-1)
+	for n := range ix.Rows {
+		if db := ix.Rows[n].DB; db != lastDB {
+			lastDB, lastK = db, -1
+			if k, ok := dbIndex[db]; ok && perDB[db] <= 1 {
+				lastK = k
+			}
+		}
+		rowK[n] = lastK
+		if ix.Rows[n].Seq <= 0 {
+			rowK[n] = -1
+		}
+	}
+	// per (order, database): the seqs seen (a bitmask up to 63, a list
+	// beyond), the highest and its op, and the rows not in the log
+	type group struct {
+		k       int32
+		mask    uint64
+		big     []int64
+		max, op int64
+		notLog  []int32
+	}
+	var groups []group
+	get := func(k int32) *group {
+		for i := range groups {
+			if groups[i].k == k {
+				return &groups[i]
+			}
+		}
+		if len(groups) < cap(groups) { // reuse a group's buffers
+			groups = groups[:len(groups)+1]
+			g := &groups[len(groups)-1]
+			*g = group{k: k, big: g.big[:0], notLog: g.notLog[:0]}
+			return g
+		}
+		groups = append(groups, group{k: k})
+		return &groups[len(groups)-1]
+	}
+	see := func(g *group, seq, op int64) {
+		if seq < 64 {
+			g.mask |= 1 << uint(seq)
+		} else {
+			g.big = append(g.big, seq)
+		}
+		if seq > g.max {
+			g.max, g.op = seq, op
+		}
+	}
+	var missing []int64
+	var gaps, vanished int64
+	for _, id := range ix.OrderIDs {
+		o := ix.Orders[id]
+		if len(o.Rows) == 0 && len(o.Events) == 0 {
+			continue
+		}
+		groups = groups[:0]
+		for _, en := range o.Events {
+			e := &ix.Events[en]
+			if k := srcDB[e.src]; k >= 0 && e.Seq > 0 && e.Malformed == "" {
+				see(get(k), e.Seq, e.Op)
+			}
+		}
+		for _, rn := range o.Rows {
+			if k := rowK[rn]; k >= 0 {
+				g := get(k)
+				see(g, ix.Rows[rn].Seq, ix.Rows[rn].Op)
+				if !ix.RowInLog(int(rn)) {
+					g.notLog = append(g.notLog, rn)
+				}
+			}
+		}
+		for gi := range groups {
+			g := &groups[gi]
+			db := dbNames[g.k]
+			// seq-gap: a row not in the log below a record of its topic
+			var flaggedTopics []string
+			for _, rn := range g.notLog {
+				r := &ix.Rows[rn]
+				if r.Topic == "" || slices.Contains(flaggedTopics, r.Topic) {
+					continue
+				}
+				var above, aboveOp int64
+				for _, en := range o.Events {
+					e := &ix.Events[en]
+					if srcDB[e.src] == g.k && e.Malformed == "" && e.Topic == r.Topic && e.Seq > r.Seq && (above == 0 || e.Seq < above) {
+						above, aboveOp = e.Seq, e.Op
+					}
+				}
+				if above == 0 {
+					continue
+				}
+				flaggedTopics = append(flaggedTopics, r.Topic)
+				gaps++
+				b.flag("seq-gap", id, fmt.Sprintf("%s seq %d (committed, topic %s) is not in the log, but seq %d of the same aggregate and topic is", db, r.Seq, r.Topic, above), r.Op, aboveOp, ix.KafkaOp)
+			}
+			// vanished-row: a seq in neither the rows nor the log
+			missing = missing[:0]
+			if g.max < 64 {
+				if full := uint64(1)<<uint(g.max+1) - 2; g.mask&full == full {
+					continue // 1..max all seen: the common case
+				}
+				for k := int64(1); k < g.max; k++ {
+					if g.mask&(1<<uint(k)) == 0 {
+						missing = append(missing, k)
+					}
+				}
+			} else {
+				seen := slices.Clone(g.big)
+				slices.Sort(seen)
+				for k := int64(1); k < 64 && k < g.max; k++ {
+					if g.mask&(1<<uint(k)) == 0 {
+						missing = append(missing, k)
+					}
+				}
+				want := int64(64)
+				for _, v := range seen {
+					for ; want < v; want++ {
+						missing = append(missing, want)
+					}
+					if v >= want {
+						want = v + 1
+					}
+				}
+			}
+			if len(missing) == 0 || ix.OutboxSnaps[db].Error != "" {
+				continue
+			}
+			vanished += int64(len(missing))
+			list := fmt.Sprint(missing)
+			if len(missing) > 8 {
+				list = fmt.Sprintf("%v … (%d seqs)", missing[:8], len(missing))
+			}
+			b.flag("vanished-row", id, fmt.Sprintf("%s seq %s of this aggregate vanished before publication: in neither the outbox nor the complete log, below seq %d, which exists", db, strings.Trim(list, "[]"), g.max), g.op, ix.OutboxSnaps[db].Op, ix.KafkaOp)
+		}
+	}
+	b.stats["seq-gaps"] = gaps
+	b.stats["seqs-vanished"] = vanished
 }

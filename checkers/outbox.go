@@ -33,11 +33,12 @@ func checkNoLostEvent(ix *Index, b *builder) {
 		return
 	}
 	var found int64
-	for _, r := range ix.Rows {
+	for n := range ix.Rows {
+		r := &ix.Rows[n]
 		switch {
 		case r.EventID == "":
 			b.unknown("outbox row %s#%d has no event_id", r.DB, r.ID)
-		case inMap(ix.EventsByID, r.EventID):
+		case ix.RowInLog(n):
 			found++
 		case len(ix.KafkaSnap.Topics) > 0 && r.Topic != "" && !slices.Contains(ix.KafkaSnap.Topics, r.Topic):
 			b.unknown("outbox row %s#%d is for topic %s, which the observer did not read", r.DB, r.ID, r.Topic)
