@@ -106,7 +106,54 @@ func (ix *Index) preconditions(r *models.CheckResult, incomplete, vacuous string
 	r.NotApplicable = ""
 }
 
-// healthyFrom returns the earliest time at or after from since which every
+// Health is what a history says about the target's components' health:
+// every lifecycle op, the heal step's end, and the declared instances. The
+// checkers and the observer's waits (harness/observe) judge "every
+// component was healthy" with the same code.
+type Health struct {
+	Life    []LifeFact
+	Healed  *models.Healed
+	HealedT int64 // -1: no healed op
+	HealErr string
+	// Instances declared by the target op (nil: not declared).
+	Instances []string
+}
+
+// HealthOf reads the health facts of ops (lifecycle ops, nemesis crashes
+// and restarts, the healed and target ops, a failed heal phase) and
+// nothing else, so the observer can call it on the history so far.
+func HealthOf(ops []models.Op) *Health {
+	ix := &Index{Ops: ops, Bad: map[string][]int64{}, HealedOp: -1}
+	ix.Target, ix.TargetOp, _ = declOf(ops)
+	for k := range ops {
+		op := &ops[k]
+		if op.Type != models.Info {
+			continue
+		}
+		switch {
+		case op.Proc == models.ProcHarness && (op.F == models.FHealed || op.F == models.FPhase):
+			ix.harness(op)
+		case strings.HasPrefix(op.Proc, models.ProcComponentPrefix):
+			ix.lifecycle(op)
+		case op.Proc == models.ProcNemesis && (op.F == "crash" || op.F == "restart"):
+			ix.lifecycle(op)
+		}
+	}
+	return ix.health()
+}
+
+func (ix *Index) health() *Health {
+	h := &Health{Life: ix.Life, Healed: ix.Healed, HealedT: -1, HealErr: ix.HealErr}
+	if ix.HealedOp >= 0 {
+		h.HealedT = ix.Ops[ix.HealedOp].T
+	}
+	if ix.Target != nil {
+		h.Instances = ix.Target.Instances
+	}
+	return h
+}
+
+// From returns the earliest time at or after from since which every
 // instance of insts (nil: every instance the history knows) was healthy up
 // to to, or why that cannot be shown: an instance that exited or crashed
 // and was not healthy again by to, an instance listed unhealthy by the
@@ -114,17 +161,16 @@ func (ix *Index) preconditions(r *models.CheckResult, incomplete, vacuous string
 // lifecycle op at all. An older history journals only crashes and
 // restarts: an instance it never names was up since heal, which waited
 // for every instance to be healthy (unless the heal step said it failed).
-func (ix *Index) healthyFrom(insts []string, from, to int64) (start int64, why string, evidence []int64) {
+// evidence are the ops of instances becoming healthy inside the window.
+func (h *Health) From(insts []string, from, to int64) (start int64, why string, evidence []int64) {
 	start = from
-	if ix.HealErr != "" {
-		return start, "the heal step failed: " + ix.HealErr, nil
+	if h.HealErr != "" {
+		return start, "the heal step failed: " + h.HealErr, nil
 	}
 	relevant := func(name string) bool { return insts == nil || slices.Contains(insts, name) }
-	// state at from, then every change in (from, to]
 	type st struct {
-		up    bool
-		known bool
-		op    int64
+		up, known bool
+		op        int64
 	}
 	state := map[string]*st{}
 	get := func(name string) *st {
@@ -136,15 +182,15 @@ func (ix *Index) healthyFrom(insts []string, from, to int64) (start int64, why s
 		return s
 	}
 	vocab := false
-	if ix.Healed != nil {
-		for _, n := range ix.Healed.Unhealthy {
-			if relevant(n) && ix.HealedOp >= 0 && ix.Ops[ix.HealedOp].T <= from {
+	if h.Healed != nil && h.HealedT >= 0 && h.HealedT <= from {
+		for _, n := range h.Healed.Unhealthy {
+			if relevant(n) {
 				s := get(n)
-				s.up, s.known, s.op = false, true, ix.HealedOp
+				s.up, s.known = false, true
 			}
 		}
 	}
-	for _, l := range ix.Life {
+	for _, l := range h.Life {
 		if l.F != "crash" && l.F != "restart" {
 			vocab = true
 		}
@@ -163,9 +209,7 @@ func (ix *Index) healthyFrom(insts []string, from, to int64) (start int64, why s
 		}
 		if !s.up { // back up inside the window: the window starts here
 			s.up = true
-			if l.T > start {
-				start = l.T
-			}
+			start = max(start, l.T)
 			evidence = append(evidence, l.Op)
 		}
 		s.op = l.Op
@@ -177,17 +221,25 @@ func (ix *Index) healthyFrom(insts []string, from, to int64) (start int64, why s
 	slices.Sort(names)
 	for _, n := range names {
 		if s := state[n]; !s.up {
+			if s.op < 0 {
+				return start, fmt.Sprintf("%s was not healthy at the end of heal", n), evidence
+			}
 			return start, fmt.Sprintf("%s was not healthy at the last check (op #%d)", n, s.op), evidence
 		}
 	}
-	if vocab && ix.Target != nil {
-		for _, n := range ix.Target.Instances {
+	if vocab {
+		for _, n := range h.Instances {
 			if relevant(n) && !get(n).known {
 				return start, fmt.Sprintf("no lifecycle op of %s: its health is not recorded", n), evidence
 			}
 		}
 	}
 	return start, "", evidence
+}
+
+func (ix *Index) healthyFrom(insts []string, from, to int64) (int64, string, []int64) {
+	ix.healthOnce.Do(func() { ix.healthCache = ix.health() })
+	return ix.healthCache.From(insts, from, to)
 }
 
 // healedT is the time the heal step ended (0 when the history has no

@@ -132,6 +132,9 @@ type Index struct {
 	inLogOnce sync.Once
 	rowInLog  []bool
 
+	healthOnce  sync.Once
+	healthCache *Health
+
 	// spec-derived lookup tables
 	fwdEvent, compEvent map[string]int // event type -> step index
 	extraMatch          bool           // spec matches effect fields beyond status/kind
