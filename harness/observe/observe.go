@@ -70,10 +70,54 @@ type Target struct {
 	// SQLTimeout bounds each SQL query (default 30 s).
 	SQLTimeout time.Duration
 	// DrainWait bounds the wait for the outboxes to publish every row
-	// before they are read (default 15 s).
+	// before they are read (default 15 s; at least twice Settle).
 	DrainWait time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+
+	// The waits after heal (issue 12). Saga's step timeout
+	// (StepTimeoutMS) lets the quiesce wait prove a pending saga stuck and
+	// stop early; its terminal statuses are the ones the wait ends on.
+	// StuckTimeouts is k: a pending saga unchanged for k step timeouts
+	// after heal, with every component healthy, is stuck (default 3).
+	StuckTimeouts int
+	// Settle is the outbox-drains settle window (default 2 s): a row that
+	// stays unpublished that long with every relay healthy and the outbox
+	// idle is stuck, and the drain watch stops.
+	Settle time.Duration
+	// Decl is the target's declaration (the history's target op): the
+	// consumer groups whose committed offsets are waited for and recorded,
+	// and the relays whose health the drain proof needs. Nil: no group is
+	// observed and every component counts as a relay.
+	Decl *models.TargetDecl
+	// LagWait bounds the wait for every declared group to catch up
+	// (default 15 s).
+	LagWait time.Duration
+}
+
+// DefaultStuckTimeouts and DefaultSettle are the defaults of
+// Target.StuckTimeouts and Target.Settle.
+const (
+	DefaultStuckTimeouts = 3
+	DefaultSettle        = 2 * time.Second
+)
+
+func (t Target) stuckAfter() time.Duration {
+	if t.Saga == nil || t.Saga.StepTimeoutMS <= 0 || len(t.Observe.Outbox) == 0 {
+		return 0
+	}
+	k := t.StuckTimeouts
+	if k <= 0 {
+		k = DefaultStuckTimeouts
+	}
+	return time.Duration(k) * time.Duration(t.Saga.StepTimeoutMS) * time.Millisecond
+}
+
+func (t Target) settle() time.Duration {
+	if t.Settle > 0 {
+		return t.Settle
+	}
+	return DefaultSettle
 }
 
 func (t Target) httpClient() *http.Client {
@@ -244,7 +288,7 @@ func sagasFromEvents(ctx context.Context, t Target) ([]sagaView, error) {
 		}
 	}
 	for _, q := range t.Observe.Outbox {
-		rows, err := query(ctx, t, q, "aggregate_id", "type")
+		rows, err := query(ctx, t, q, nil, "aggregate_id", "type")
 		if err != nil {
 			return nil, fmt.Errorf("sagas from events: %w", err)
 		}
@@ -280,6 +324,11 @@ func sagasFromEvents(ctx context.Context, t Target) ([]sagaView, error) {
 // an error only when the API never answered (the recorded op then has
 // AllTerminal false and no Pending list, which checkers must read as
 // unknown) or when ctx ended.
+//
+// With a step timeout in t.Saga it also watches the pending sagas (see
+// watch.go): it stops early, before the deadline, once every pending saga
+// is proven stuck — unchanged (status, trail, its outbox rows) for k step
+// timeouts with every component healthy — and records what it saw of each.
 func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll time.Duration) (models.Quiesce, error) {
 	if t.Saga == nil {
 		return models.Quiesce{AllTerminal: true}, nil
@@ -294,20 +343,27 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 		q       = models.Quiesce{DeadlineMS: deadline.Milliseconds()}
 		answers int
 		lastErr error
+		w       = newSagaWatch(rec, t)
 	)
 	for {
 		sagas, _, err := listSagas(dctx, t)
 		if err == nil {
 			answers++
 			q.Pending = q.Pending[:0]
+			var pending []sagaView
 			for _, o := range sagas {
 				if !t.Saga.Terminal(o.Status) {
 					q.Pending = append(q.Pending, o.ID)
+					pending = append(pending, o)
 				}
 			}
 			if len(q.Pending) == 0 {
 				q.AllTerminal = true
 				q.Pending = nil
+				break
+			}
+			if w != nil && w.observe(dctx, pending) {
+				q.EarlyStop = true
 				break
 			}
 		} else {
@@ -331,6 +387,9 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 	if answers == 0 && lastErr != nil {
 		q.Error = "the target's API never answered: " + lastErr.Error()
 	}
+	if w != nil {
+		w.fill(&q)
+	}
 	rec.Record(models.ProcObserver, models.State, models.FQuiesce, "", q)
 	switch {
 	case ctx.Err() != nil:
@@ -341,10 +400,15 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 	return q, nil
 }
 
-// Observe records, in this order: every Kafka record of every topic (events,
-// then one FKafkaSnapshot); every saga the target reports (FOrderState, then
-// FOrdersSnapshot; none for an outbox-only target); each counted resource's
-// rows (FResourceState, then FResourceSnapshot); outbox
+// Observe records, in this order: the plan (FObservePlan: every closing
+// snapshot it is going to write, so that a checker can tell a complete
+// observation from a cut-off one); the drain watch of every outbox
+// (FOutboxDrain, drain.go); every declared consumer group's committed
+// offsets, once it caught up (FConsumerOffsets, offsets.go); every Kafka
+// record of every topic (events, then one FKafkaSnapshot); every saga the
+// target reports (FOrderState, then FOrdersSnapshot; none for an
+// outbox-only target); each counted resource's rows (FResourceState, then
+// FResourceSnapshot); outbox
 // rows per query (FOutboxRow, then FOutboxSnapshot); applied rows per query
 // (FApplied, then FAppliedSnapshot). A part that fails is recorded as a
 // snapshot with Error and Complete=false and the rest goes on; Observe
@@ -356,9 +420,15 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 // was published in the read BEFORE the Kafka log was read, so such a row
 // missing from the log is proof of loss; the rows themselves come from the
 // read AFTER, so an event whose row is missing is proof of a phantom.
-// Before the first read Observe waits (bounded) for the outboxes to drain.
+// The drain watch is the first read: it waits (bounded) for the outboxes to
+// drain, and its last poll is the read before the log. The offsets are read
+// before any applied snapshot, so a record below them was applied (if it
+// ever will be) before the applied records are read.
 func Observe(ctx context.Context, rec *models.Recorder, t Target) error {
-	before := publishedBefore(ctx, t)
+	t = t.withDecl(rec)
+	rec.Record(models.ProcObserver, models.State, models.FObservePlan, "", models.ObservePlan{Snapshots: plan(t)})
+	before := drainWatch(ctx, rec, t)
+	observeOffsets(ctx, rec, t)
 	observeKafka(ctx, rec, t)
 	if t.Saga != nil {
 		observeOrders(ctx, rec, t)
@@ -400,4 +470,49 @@ func observeOrders(ctx context.Context, rec *models.Recorder, t Target) {
 		snap.Error = "read saga by saga: a saga the clients were not told of may exist"
 	}
 	rec.Record(models.ProcObserver, models.State, FOrdersSnapshot, "", snap)
+}
+
+// plan lists the closing snapshots Observe writes for t: the log; the saga
+// list when the target declares a saga; one resource:<name> per counted
+// resource it reads; per outbox its drain watch and rows; per declared
+// group its offsets; per applied query its records.
+func plan(t Target) []string {
+	out := []string{models.SnapKafka}
+	if t.Saga != nil {
+		out = append(out, models.SnapOrders)
+	}
+	for _, r := range t.Resources {
+		out = append(out, models.SnapResourcePfx+r.Name)
+	}
+	for _, q := range t.Observe.Outbox {
+		out = append(out, models.SnapDrainPfx+q.DB, models.SnapOutboxPfx+q.DB)
+	}
+	for _, g := range groups(t) {
+		out = append(out, models.SnapOffsetPfx+g.Group)
+	}
+	for _, q := range t.Observe.Applied {
+		out = append(out, models.SnapApplied+q.DB)
+	}
+	return out
+}
+
+// historyT is now on the history's clock (Op.T).
+func historyT(rec *models.Recorder) int64 { return int64(time.Since(rec.Start())) }
+
+// withDecl fills t.Decl from the history's target op when the caller gave
+// none: the declarations the checkers read are the ones the waits use.
+func (t Target) withDecl(rec *models.Recorder) Target {
+	if t.Decl != nil {
+		return t
+	}
+	for _, op := range rec.Ops() {
+		if op.Proc == models.ProcHarness && op.Type == models.Info && op.F == models.FTarget {
+			var d models.TargetDecl
+			if op.Decode(&d) == nil {
+				t.Decl = &d
+			}
+			break
+		}
+	}
+	return t
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sagachaos/sagachaos/checkers"
 	"github.com/sagachaos/sagachaos/harness/env"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/targets"
@@ -113,7 +114,11 @@ func line(op models.Op) string {
 
 var errField = regexp.MustCompile(`"error":"(?:[^"\\]|\\.)*"`)
 
-var tsField = regexp.MustCompile(`"timestamp_ns":[0-9]+`)
+var (
+	tsField    = regexp.MustCompile(`"timestamp_ns":[0-9]+`)
+	timeField  = regexp.MustCompile(`_t":[0-9]+`)
+	pollsField = regexp.MustCompile(`"polls":[0-9]+`)
+)
 
 func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 	e := postgres(t)
@@ -146,6 +151,7 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 		Saga:      orderDomain.Saga,
 		Resources: []ResourceQuery{{Name: "stock", Query: targets.Query{DB: "inventory", SQL: `SELECT sku AS key, available, reserved FROM stock ORDER BY sku`}}},
 		DrainWait: 300 * time.Millisecond, // e-2 stays unpublished: do not wait the default
+		Settle:    100 * time.Millisecond,
 		APIURL:    api.URL,
 		DSN:       e.DirectDSN,
 		Brokers:   c.ListenAddrs(),
@@ -176,11 +182,17 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 			errs = append(errs, m)
 			l = strings.Replace(l, m, `"error":ERR`, 1)
 		}
-		// The broker timestamp is the producer's clock: present, not fixed.
+		// The broker timestamp is the producer's clock: present, not fixed;
+		// so are the drain watch's times and poll count.
 		l = tsField.ReplaceAllString(l, `"timestamp_ns":TS`)
+		l = timeField.ReplaceAllString(l, `_t":T`)
+		l = pollsField.ReplaceAllString(l, `"polls":N`)
 		got = append(got, l)
 	}
 	want := []string{
+		`state observe-plan  {"snapshots":["kafka","orders","resource:stock","drain:orders","outbox:orders","drain:inventory","outbox:inventory","applied:inventory","applied:orders"]}`,
+		`state outbox-drain  {"db":"orders","settle_ms":100,"from_t":T,"to_t":T,"polls":N,"idle_since_t":T,"pending":[{"id":2,"event_id":"e-2","aggregate":"o-1","type":"OrderCancelled","first_seen_t":T}],"drained":false}`,
+		`state outbox-drain  {"db":"inventory","settle_ms":100,"from_t":T,"to_t":T,"polls":N,"idle_since_t":T,"drained":false,"error":ERR}`,
 		`event OrderCreated o-1 {"topic":"orders.events","partition":0,"offset":0,"key":"o-1","event_id":"e-1","seq":1,"source":"orders","timestamp_ns":TS,"payload":{}}`,
 		`state kafka-snapshot  {"topics":["orders.events"],"records":1,"complete":true}`,
 		`state order o-1 {"status":"CANCELLED","idempotency_key":"k1"}`,
@@ -201,8 +213,29 @@ func TestObserveRecordsEverySourceInOrder(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("ops:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	if len(errs) != 2 || !strings.Contains(errs[0], `relation \"outbox\" does not exist`) || !strings.Contains(errs[1], `no column \"consumer\"`) {
+	if len(errs) != 3 || !strings.Contains(errs[0], `relation \"outbox\" does not exist`) || !strings.Contains(errs[1], `relation \"outbox\" does not exist`) || !strings.Contains(errs[2], `no column \"consumer\"`) {
 		t.Fatalf("errors %q: want the missing table and the missing column named", errs)
+	}
+	// The plan names exactly the closing ops Observe wrote (a resource's
+	// is resource:<name>): the checkers' completeness precondition finds
+	// each of them, and nothing missing, once the run ends.
+	rec.Record(models.ProcHarness, models.Info, models.FRunEnd, "", map[string]int64{"elapsed_ms": 1})
+	if miss := checkers.NewIndex(&models.History{Ops: rec.Ops()}, *orderDomain.Saga).Incomplete(); miss != "" {
+		t.Fatalf("a finished observation is incomplete to the checkers: %s", miss)
+	}
+}
+
+// The plan lists what Observe writes for the target it is given: no saga
+// list for an outbox-only target, one resource:<name> per counted resource.
+func TestPlanFollowsTheDomain(t *testing.T) {
+	obs := targets.Observe{Outbox: []targets.Query{{DB: "trips"}}, Applied: []targets.Query{{DB: "trips"}}}
+	got := plan(Target{Observe: obs})
+	if want := []string{"kafka", "drain:trips", "outbox:trips", "applied:trips"}; !slices.Equal(got, want) {
+		t.Fatalf("outbox-only plan %v, want %v", got, want)
+	}
+	got = plan(Target{Observe: obs, Saga: orderDomain.Saga, Resources: []ResourceQuery{{Name: "seats"}, {Name: "stock"}}})
+	if want := []string{"kafka", "orders", "resource:seats", "resource:stock", "drain:trips", "outbox:trips", "applied:trips"}; !slices.Equal(got, want) {
+		t.Fatalf("plan %v, want %v", got, want)
 	}
 }
 
@@ -214,11 +247,11 @@ func TestObserveWithTheAPIDownRecordsAFailedSnapshot(t *testing.T) {
 		t.Fatalf("Observe: %v (a failed part is recorded, not returned)", err)
 	}
 	ops := rec.Ops()
-	if len(ops) != 2 || ops[1].F != FOrdersSnapshot {
-		t.Fatalf("ops %v, want kafka snapshot then orders snapshot", ops)
+	if len(ops) != 3 || ops[0].F != models.FObservePlan || ops[1].F != models.FKafkaSnapshot || ops[2].F != FOrdersSnapshot {
+		t.Fatalf("ops %v, want the plan, the kafka snapshot, then the orders snapshot", ops)
 	}
 	var s Snapshot
-	ops[1].Decode(&s)
+	ops[2].Decode(&s)
 	if s.Complete || s.Rows != 0 || !strings.Contains(s.Error, "connection refused") {
 		t.Fatalf("orders snapshot %+v, want incomplete with the cause", s)
 	}

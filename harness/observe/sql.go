@@ -20,7 +20,7 @@ type row map[string]any
 // query runs q against its database (direct DSN) and returns every row.
 // Rows read before an error are returned with it. A column ending in "?"
 // is optional: a result without it reads as NULL.
-func query(ctx context.Context, t Target, q targets.Query, cols ...string) ([]row, error) {
+func query(ctx context.Context, t Target, q targets.Query, args []any, cols ...string) ([]row, error) {
 	if t.DSN == nil {
 		return nil, fmt.Errorf("query %s: no DSN function", q.DB)
 	}
@@ -35,7 +35,7 @@ func query(ctx context.Context, t Target, q targets.Query, cols ...string) ([]ro
 		return nil, fmt.Errorf("query %s: connect: %w", q.DB, err)
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, q.SQL)
+	rows, err := conn.Query(ctx, q.SQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", q.DB, err)
 	}
@@ -148,7 +148,7 @@ func (d *decoder) bool(c string) bool {
 // the resource's name.
 func observeResource(ctx context.Context, rec *models.Recorder, t Target, rq ResourceQuery) {
 	q := rq.Query
-	rows, err := query(ctx, t, q, "key", "available", "reserved")
+	rows, err := query(ctx, t, q, nil, "key", "available", "reserved")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
@@ -168,72 +168,8 @@ func observeResource(ctx context.Context, rec *models.Recorder, t Target, rq Res
 	rec.Record(models.ProcObserver, models.State, models.FResourceSnapshot, "", snap)
 }
 
-// defaultDrainWait bounds the wait for the outboxes to publish everything
-// before the first read.
-const defaultDrainWait = 15 * time.Second
-
-// publishedBefore returns, per outbox database, the event ids already
-// published, after waiting (at most drainWait) until no row is unpublished.
-// A database whose read fails maps to nil: its rows then carry no proof.
-func publishedBefore(ctx context.Context, t Target) map[string]map[string]bool {
-	wait := t.DrainWait
-	if wait <= 0 {
-		wait = defaultDrainWait
-	}
-	deadline := time.Now().Add(wait)
-	// Terminal sagas are not an idle target: a late duplicate command can
-	// still make a service write (and then publish) a row. Wait until every
-	// row is published and no new row appeared for settleTime.
-	lastTotal, stableSince := -1, time.Now()
-	for {
-		out := map[string]map[string]bool{}
-		pending, total := 0, 0
-		for _, q := range t.Observe.Outbox {
-			rows, err := query(ctx, t, q, "event_id", "published")
-			if err != nil {
-				out[q.DB] = nil
-				continue
-			}
-			set := map[string]bool{}
-			for _, r := range rows {
-				d := decoder{r: r}
-				id, pub := d.str("event_id"), d.bool("published")
-				if d.err != nil {
-					set = nil
-					break
-				}
-				total++
-				if pub {
-					set[id] = true
-				} else {
-					pending++
-				}
-			}
-			out[q.DB] = set
-		}
-		if total != lastTotal || pending > 0 {
-			lastTotal, stableSince = total, time.Now()
-		}
-		settled := pending == 0 && time.Since(stableSince) >= settleTime
-		if settled || time.Now().After(deadline) || ctx.Err() != nil {
-			if pending > 0 {
-				t.logger().Warn("outbox not drained before observation", "unpublished", pending)
-			}
-			return out
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// settleTime is how long the outboxes must stay fully published with no new
-// row before the observer takes them as the state to check the log against.
-const settleTime = 500 * time.Millisecond
-
 func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q targets.Query, publishedBefore map[string]bool) {
-	rows, err := query(ctx, t, q, "id", "event_id", "aggregate_id", "seq?", "type", "topic", "published")
+	rows, err := query(ctx, t, q, nil, "id", "event_id", "aggregate_id", "seq?", "type", "topic", "published")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
@@ -259,7 +195,7 @@ func observeOutbox(ctx context.Context, rec *models.Recorder, t Target, q target
 }
 
 func observeApplied(ctx context.Context, rec *models.Recorder, t Target, q targets.Query) {
-	rows, err := query(ctx, t, q, "consumer", "event_id", "aggregate_id", "source", "type", "seq?", "position")
+	rows, err := query(ctx, t, q, nil, "consumer", "event_id", "aggregate_id", "source", "type", "seq?", "position")
 	n := 0
 	for _, r := range rows {
 		d := decoder{r: r}
