@@ -260,6 +260,12 @@ func (s *Spec) validate() *SpecError {
 	if s.Limits.ClientTimeout <= 0 {
 		return bad("limits.client_timeout", "must be positive (e.g. \"3s\")")
 	}
+	if s.Limits.Settle < 0 {
+		return bad("limits.settle", "must not be negative (e.g. \"2s\"; omit for the default)")
+	}
+	if s.Limits.StuckTimeouts < 0 {
+		return bad("limits.stuck_timeouts", "must not be negative (omit for the default, 3)")
+	}
 	return nil
 }
 

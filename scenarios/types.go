@@ -119,6 +119,14 @@ type Limits struct {
 	Quiesce Duration `json:"quiesce"`
 	// ClientTimeout bounds one HTTP request of the workload.
 	ClientTimeout Duration `json:"client_timeout"`
+	// Settle is the outbox-drains settle window: after heal, a committed
+	// row still unpublished after this long with every relay healthy and
+	// the outbox idle is stuck (0: the observer's default, 2s).
+	Settle Duration `json:"settle,omitempty"`
+	// StuckTimeouts is k: after heal, a pending saga unchanged for k of
+	// the saga's step timeouts with every component healthy is stuck, and
+	// the quiesce wait stops before its deadline (0: the default, 3).
+	StuckTimeouts int `json:"stuck_timeouts,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as "1.5s".
