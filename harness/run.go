@@ -142,6 +142,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	obs := observeTarget(o.Manifest, drv)
 	obs.APIURL, obs.DSN, obs.Brokers = "http://"+tg.APIAddr(), e.DirectDSN, e.DirectBrokers()
+	obs.Settle, obs.StuckTimeouts = sc.Limits.Settle.D(), sc.Limits.StuckTimeouts
 	for _, tp := range o.Manifest.Topics {
 		obs.Topics = append(obs.Topics, e.TopicName(tp.Name))
 	}
@@ -224,8 +225,9 @@ func recordResources(l *loop, m *targets.Manifest, sc scenarios.Scenario) {
 }
 
 // observeTarget is what the quiesce and observe stages read of the
-// manifest: the workload's list or read, the saga (nil: outbox-only), the
-// counted resources' SQL and the observer SQL.
+// manifest: the workload's list or read, the saga (nil: outbox-only; its
+// statuses end the quiesce wait and its step timeout lets the wait prove a
+// saga stuck), the counted resources' SQL and the observer SQL.
 func observeTarget(m *targets.Manifest, drv *workload.Driver) observe.Target {
 	t := observe.Target{Observe: m.Observe, Workload: m.Workload, Saga: m.Saga, IDs: drv.IDs, SeqFromOutbox: m.SeqFromOutbox()}
 	for _, r := range m.Resources {
