@@ -4,7 +4,9 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/targets"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/delivery"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/inventory"
@@ -64,6 +66,31 @@ func TestManifestDeclaresWhatTheServicesConsume(t *testing.T) {
 		}
 		if !maps.Equal(got, want.types) {
 			t.Errorf("%s: manifest types %v, handler applies %v", p.Name, c.Types, want.types)
+		}
+	}
+}
+
+// The order saga's declared step timeout (models.OrderSaga.StepTimeoutMS,
+// the liveness promise the quiesce stage proves stuck sagas against) is
+// the orchestrator's STEP_TIMEOUT; the inboxes are never pruned, so the
+// applied queries are complete (a missing applied record is evidence).
+func TestManifestMatchesTheSpec(t *testing.T) {
+	m, err := targets.LoadManifest("manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Processes {
+		if p.Name != m.API.Process {
+			continue
+		}
+		d, err := time.ParseDuration(p.Env["STEP_TIMEOUT"])
+		if err != nil || d.Milliseconds() != models.OrderSaga.StepTimeoutMS {
+			t.Fatalf("STEP_TIMEOUT %q, spec step timeout %d ms", p.Env["STEP_TIMEOUT"], models.OrderSaga.StepTimeoutMS)
+		}
+	}
+	for _, q := range m.Observe.Applied {
+		if !q.Complete {
+			t.Errorf("applied query of %s not complete", q.DB)
 		}
 	}
 }
