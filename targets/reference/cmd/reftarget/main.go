@@ -175,6 +175,7 @@ func run(ctx context.Context, component string) error {
 	case "inventory":
 		s := &inventory.Service{DB: pool, Log: c.log}
 		schema, cc.Topics, cc.Types, cc.Handler = inventory.Schema, []string{msg.TopicOrders}, inventory.Types, s.Handle
+		cc.SkipFailed = mutant.Is(mutant.SkipFailedMessage)
 		s.Routes(mux)
 		start = func() {
 			for n := 0; ctx.Err() == nil; n++ {

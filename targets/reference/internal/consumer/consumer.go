@@ -77,6 +77,10 @@ type Config struct {
 	// ExtraOpts are appended to the client options (tests route the
 	// client through a dialer they can cut).
 	ExtraOpts []kgo.Opt
+	// SkipFailed is the skip-failed-message planted bug: a handler that
+	// fails is not retried; the message is logged and skipped, and the
+	// poll's offsets are committed as if it had been applied.
+	SkipFailed bool
 }
 
 // commitTimeout bounds one offset-commit attempt.
@@ -179,6 +183,11 @@ func handleWithRetry(ctx context.Context, cfg Config, r *kgo.Record) {
 		err := cfg.Handler(actx, e)
 		cancel()
 		if err == nil {
+			return
+		}
+		if cfg.SkipFailed {
+			// Planted bug (skip-failed-message): log and move on.
+			cfg.Log.Error("handle message failed, skipped", "type", e.Type, "order", e.AggregateID, "event_id", e.EventID, "err", err)
 			return
 		}
 		cfg.Log.Warn("handle message, will retry", "type", e.Type, "order", e.AggregateID, "event_id", e.EventID, "attempt", n+1, "err", err)

@@ -29,6 +29,12 @@ const (
 	CompensateAfterPivot      = "compensate-after-pivot"
 	NoSemanticLock            = "no-semantic-lock"
 	OutOfOrderCompensation    = "out-of-order-compensation"
+	// Planted for the invariants of issue 12 (MUTANTS.md says which real
+	// class of bug each models).
+	SkipFailedMessage = "skip-failed-message"
+	RelayIDCursor     = "relay-id-cursor"
+	CoalescingOutbox  = "coalescing-outbox"
+	SilentApproval    = "silent-approval"
 )
 
 // Implemented lists the mutants whose switch exists in the code.
@@ -48,6 +54,10 @@ var Implemented = map[string]string{
 	NonIdempotentCompensation: "inventory releases stock again for every ReleaseStock, even a re-sent or redelivered one for an already released order",
 	OutOfOrderCompensation:    "a timed-out reservation's release gets its own Kafka key (can overtake the reserve) and a release with no reservation leaves no tombstone, so a later reserve is applied",
 	CompensateAfterPivot:      "a delivery that does not confirm in time is compensated (refund, release, cancel) instead of retried",
+	SkipFailedMessage:         "inventory's consumer logs a failed handler and moves on: the poll's offsets are committed anyway and the message is never applied",
+	RelayIDCursor:             "relays find work with a high-water mark of published ids (id > last_id): a row whose id committed after a higher one was published is skipped",
+	CoalescingOutbox:          "the outbox keeps one pending message per aggregate: a new message replaces the aggregate's unpublished ones",
+	SilentApproval:            "the e-mail loop approves an order with a direct update and publishes no OrderApproved",
 }
 
 var current string

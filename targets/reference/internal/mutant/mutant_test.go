@@ -12,7 +12,8 @@ func TestSet(t *testing.T) {
 	}
 	for _, n := range []string{DualWrite, PublishBeforeCommit, MarkBeforeAck, UnkeyedPublish, ParallelRelayReorder,
 		NonIdempotentConsumer, NonIdempotentCompensation, NoGatewayIdempotencyKey, CompensationNotRetried,
-		VolatileSagaState, NoStepTimeout, EmailBeforePivot, CompensateAfterPivot, NoSemanticLock, OutOfOrderCompensation} {
+		VolatileSagaState, NoStepTimeout, EmailBeforePivot, CompensateAfterPivot, NoSemanticLock, OutOfOrderCompensation,
+		SkipFailedMessage, RelayIDCursor, CoalescingOutbox, SilentApproval} {
 		if _, ok := Implemented[n]; !ok {
 			t.Errorf("mutant %s has no switch in the code", n)
 		}

@@ -623,7 +623,18 @@ func (s *Service) approve(ctx context.Context, id, to string) error {
 	if err != nil || sg == nil || sg.state != Emailing {
 		return err
 	}
-	if err := (step{tx: tx, s: s, sg: sg, ctx: ctx}).finish(Approved, "approve", msg.OrderApproved); err != nil {
+	st := step{tx: tx, s: s, sg: sg, ctx: ctx}
+	if mutant.Is(mutant.SilentApproval) {
+		// Planted bug: the e-mail loop's author approves with a direct
+		// update of the order and the saga, bypassing finish — and with it
+		// the outbox: nobody ever hears the order was approved.
+		if _, err := tx.Exec(ctx, `UPDATE orders SET status = $2, trail = array_append(trail, 'approve'), updated_at = now() WHERE id = $1`, id, Approved); err != nil {
+			return fmt.Errorf("approve %s: %w", id, err)
+		}
+		if err := st.to(Approved); err != nil {
+			return err
+		}
+	} else if err := st.finish(Approved, "approve", msg.OrderApproved); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -111,6 +111,14 @@ func Add(ctx context.Context, tx Execer, source string, m Message) (int64, error
 			go publishAfterCommit(eventID, rec)
 		}
 	}
+	if mutant.Is(mutant.CoalescingOutbox) {
+		// Planted bug: one pending message per aggregate, the latest wins
+		// (an outbox keyed by aggregate, as a state-sync outbox is): an
+		// unpublished message is replaced before the relay saw it.
+		if _, err := tx.Exec(ctx, `DELETE FROM outbox WHERE aggregate_id = $1 AND published_at IS NULL`, agg); err != nil {
+			return 0, fmt.Errorf("outbox (coalescing-outbox): %w", err)
+		}
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_id, aggregate_id, seq, type, topic, source, payload, published_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8 THEN now() END)`,
 		eventID, agg, seq, m.Type, m.Topic, source, body, published); err != nil {

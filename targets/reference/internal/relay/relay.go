@@ -166,12 +166,49 @@ FOR UPDATE`
 const selectNoAggLockSQL = `SELECT id, event_id, aggregate_id, seq, type, topic, source, payload::text
 FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`
 
-// selectBatch locks and returns the next batch inside tx.
-func selectBatch(ctx context.Context, tx pgx.Tx, batch int) (pgx.Rows, error) {
+// The relay-id-cursor mutant finds work above a high-water mark of the ids
+// it has published (the classic `WHERE id > last_id` poller): ids are taken
+// at insert and commit out of order across aggregates, so a row whose id
+// is below the mark when it commits is never a candidate again. Its
+// aggregate's later rows still bring it along (rowsSQL reads all of an
+// owned aggregate's unpublished rows), so what stays behind for good is an
+// aggregate's last row — the order saga's terminal events.
+const candidatesCursorSQL = `SELECT aggregate_id FROM outbox WHERE published_at IS NULL AND id > $2
+GROUP BY aggregate_id ORDER BY min(id) LIMIT $1`
+
+var (
+	cursorMu sync.Mutex
+	cursors  = map[string]int64{} // source -> highest id published by this process
+)
+
+func cursorOf(source string) int64 {
+	cursorMu.Lock()
+	defer cursorMu.Unlock()
+	return cursors[source]
+}
+
+func advanceCursor(source string, ids []int64) {
+	cursorMu.Lock()
+	defer cursorMu.Unlock()
+	for _, id := range ids {
+		if id > cursors[source] {
+			cursors[source] = id
+		}
+	}
+}
+
+// selectBatch locks and returns the next batch of source inside tx.
+func selectBatch(ctx context.Context, tx pgx.Tx, source string, batch int) (pgx.Rows, error) {
 	if mutant.Is(mutant.ParallelRelayReorder) {
 		return tx.Query(ctx, selectNoAggLockSQL, batch)
 	}
-	rows, err := tx.Query(ctx, candidatesSQL, batch)
+	var rows pgx.Rows
+	var err error
+	if mutant.Is(mutant.RelayIDCursor) {
+		rows, err = tx.Query(ctx, candidatesCursorSQL, batch, cursorOf(source))
+	} else {
+		rows, err = tx.Query(ctx, candidatesSQL, batch)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("find aggregates: %w", err)
 	}
@@ -200,7 +237,7 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 		return 0, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := selectBatch(ctx, tx, cfg.Batch)
+	rows, err := selectBatch(ctx, tx, s.Name, cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("select unpublished: %w", err)
 	}
@@ -279,6 +316,9 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit mark: %w", err)
+	}
+	if mutant.Is(mutant.RelayIDCursor) {
+		advanceCursor(s.Name, ids)
 	}
 	if err := failpoint.Inject("relay.after-mark"); err != nil {
 		return 0, err
