@@ -183,6 +183,9 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 	case "checkers":
 		for _, d := range checkers.Describe() {
 			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Invariant)
+			for _, r := range d.Rules {
+				fmt.Fprintf(tw, "\t  rule %s\n", r)
+			}
 		}
 	case "mutants":
 		m, err := target.Find(targetName)
