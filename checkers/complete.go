@@ -1,6 +1,7 @@
 package checkers
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -111,10 +112,11 @@ func (ix *Index) preconditions(r *models.CheckResult, incomplete, vacuous string
 // checkers and the observer's waits (harness/observe) judge "every
 // component was healthy" with the same code.
 type Health struct {
-	Life    []LifeFact
-	Healed  *models.Healed
-	HealedT int64 // -1: no healed op
-	HealErr string
+	Life     []LifeFact
+	Healed   *models.Healed
+	HealedT  int64 // -1: no healed op
+	HealedOp int64
+	HealErr  string
 	// Instances declared by the target op (nil: not declared).
 	Instances []string
 }
@@ -143,7 +145,7 @@ func HealthOf(ops []models.Op) *Health {
 }
 
 func (ix *Index) health() *Health {
-	h := &Health{Life: ix.Life, Healed: ix.Healed, HealedT: -1, HealErr: ix.HealErr}
+	h := &Health{Life: ix.Life, Healed: ix.Healed, HealedT: -1, HealedOp: ix.HealedOp, HealErr: ix.HealErr}
 	if ix.HealedOp >= 0 {
 		h.HealedT = ix.Ops[ix.HealedOp].T
 	}
@@ -171,6 +173,7 @@ func (h *Health) From(insts []string, from, to int64) (start int64, why string, 
 	type st struct {
 		up, known bool
 		op        int64
+		f         string
 	}
 	state := map[string]*st{}
 	get := func(name string) *st {
@@ -182,16 +185,17 @@ func (h *Health) From(insts []string, from, to int64) (start int64, why string, 
 		return s
 	}
 	vocab := false
-	if h.Healed != nil && h.HealedT >= 0 && h.HealedT <= from {
+	life := h.Life
+	if h.Healed != nil && h.HealedT >= 0 && len(h.Healed.Unhealthy) > 0 {
+		// the heal step's verdict is a health change at its time
+		life = slices.Clone(h.Life)
 		for _, n := range h.Healed.Unhealthy {
-			if relevant(n) {
-				s := get(n)
-				s.up, s.known = false, true
-			}
+			life = append(life, LifeFact{Op: h.HealedOp, T: h.HealedT, Instance: n, F: models.FHealed})
 		}
+		slices.SortStableFunc(life, func(a, b LifeFact) int { return cmp.Compare(a.T, b.T) })
 	}
-	for _, l := range h.Life {
-		if l.F != "crash" && l.F != "restart" {
+	for _, l := range life {
+		if l.F != "crash" && l.F != "restart" && l.F != models.FHealed {
 			vocab = true
 		}
 		if !relevant(l.Instance) || l.T > to {
@@ -199,6 +203,7 @@ func (h *Health) From(insts []string, from, to int64) (start int64, why string, 
 		}
 		s := get(l.Instance)
 		s.known = true
+		s.f = l.F
 		if l.T <= from {
 			s.up, s.op = l.Up, l.Op
 			continue
@@ -221,8 +226,8 @@ func (h *Health) From(insts []string, from, to int64) (start int64, why string, 
 	slices.Sort(names)
 	for _, n := range names {
 		if s := state[n]; !s.up {
-			if s.op < 0 {
-				return start, fmt.Sprintf("%s was not healthy at the end of heal", n), evidence
+			if s.f == models.FHealed {
+				return start, fmt.Sprintf("%s was not healthy at the end of heal (op #%d)", n, s.op), evidence
 			}
 			return start, fmt.Sprintf("%s was not healthy at the last check (op #%d)", n, s.op), evidence
 		}

@@ -139,3 +139,48 @@ func TestIncompleteSnapshotsAreNamed(t *testing.T) {
 		})
 	}
 }
+
+// Health judges "every component was healthy" from both vocabularies.
+func TestHealth(t *testing.T) {
+	life := func(f, inst string, at int64) models.Op {
+		o := mkOp(models.ProcComponentPrefix+inst, models.Info, f, "", models.ComponentEvent{Instance: inst})
+		o.T = at
+		return o
+	}
+	nem := func(f, inst string, at int64) models.Op {
+		o := mkOp(models.ProcNemesis, models.Info, f, "", models.FaultRecord{ID: "c1", Kind: f, Phase: models.PhaseInstant, Target: inst})
+		o.T = at
+		return o
+	}
+	decl := mkOp(models.ProcHarness, models.Info, models.FTarget, "", models.TargetDecl{Instances: []string{"a", "b"}})
+	healed := func(unhealthy ...string) models.Op {
+		o := mkOp(models.ProcHarness, models.Info, models.FHealed, "", models.Healed{Unhealthy: unhealthy})
+		o.T = 5
+		return o
+	}
+	cases := []struct {
+		name      string
+		ops       []models.Op
+		insts     []string
+		wantStart int64
+		wantWhy   string
+	}{
+		{"an older history: a crash and its restart move the window", []models.Op{nem("crash", "a", 20), nem("restart", "a", 30)}, nil, 30, ""},
+		{"an older history: a crash without a restart", []models.Op{nem("crash", "a", 20)}, nil, 10, "a was not healthy"},
+		{"an older history: an instance never named was up", nil, nil, 10, ""},
+		{"lifecycle: an exit and a healthy incarnation", []models.Op{decl, life("healthy", "a", 1), life("healthy", "b", 1), life("exit", "b", 40), life("start", "b", 41), life("healthy", "b", 50)}, nil, 50, ""},
+		{"lifecycle: an instance still starting", []models.Op{decl, life("healthy", "a", 1), life("exit", "b", 2), life("start", "b", 3)}, nil, 10, "b was not healthy"},
+		{"lifecycle: a declared instance without any op", []models.Op{decl, life("healthy", "a", 1)}, nil, 10, "no lifecycle op of b"},
+		{"lifecycle: only the relays asked about", []models.Op{decl, life("healthy", "a", 1), life("exit", "b", 20)}, []string{"a"}, 10, ""},
+		{"heal left an instance unhealthy", []models.Op{decl, life("healthy", "a", 1), life("healthy", "b", 1), healed("b")}, nil, 10, "b was not healthy at the end of heal"},
+		{"heal left it unhealthy, and it came back", []models.Op{decl, life("healthy", "a", 1), life("healthy", "b", 1), healed("b"), life("healthy", "b", 60)}, nil, 60, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start, why, _ := HealthOf(renumber(c.ops)).From(c.insts, 10, 100)
+			if start != c.wantStart || (c.wantWhy == "") != (why == "") || !strings.Contains(why, c.wantWhy) {
+				t.Fatalf("From = %d, %q; want %d, %q", start, why, c.wantStart, c.wantWhy)
+			}
+		})
+	}
+}
