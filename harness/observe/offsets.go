@@ -17,6 +17,11 @@ import (
 // defaultLagWait bounds the wait for the consumer groups to catch up.
 const defaultLagWait = 15 * time.Second
 
+// lagStall ends the wait early when no group behind committed anything for
+// this long: a consumer parked on a call that never returns will not catch
+// up, and a consumer working through a backlog commits after every poll.
+const lagStall = 5 * time.Second
+
 // groups returns the declared consumer groups, one per group id, in
 // declaration order (replicas of one process share a group).
 func groups(t Target) []models.ConsumerDecl {
@@ -39,8 +44,10 @@ func groups(t Target) []models.ConsumerDecl {
 // committed offsets and the ends as one FConsumerOffsets op. A record below
 // a group's committed offset has been processed: by the contract, its
 // applied record committed before the offset did. It runs before any
-// applied snapshot is read. A group that never caught up is recorded as it
-// was last seen (LagFree false): records above its offsets are not judged.
+// applied snapshot is read. A group that never caught up — the wait ends at
+// its bound, or once no group behind committed anything for lagStall — is
+// recorded as it was last seen (LagFree false): records above its offsets
+// are not judged.
 func observeOffsets(ctx context.Context, rec *models.Recorder, t Target) {
 	gs := groups(t)
 	if len(gs) == 0 {
@@ -53,16 +60,26 @@ func observeOffsets(ctx context.Context, rec *models.Recorder, t Target) {
 	start := time.Now()
 	deadline := start.Add(wait)
 	var (
-		last map[string]models.ConsumerOffsets
-		err  error
+		last     map[string]models.ConsumerOffsets
+		err      error
+		progress = -1 // sum of committed offsets, to see the groups move
+		moved    = start
 	)
 	for {
 		last, err = readOffsets(ctx, t, gs)
 		all := err == nil
+		sum := 0
 		for _, g := range gs {
 			all = all && last[g.Group].LagFree
+			for _, p := range last[g.Group].Partitions {
+				sum += int(p.Committed)
+			}
 		}
-		if all || time.Now().After(deadline) || ctx.Err() != nil {
+		if sum != progress {
+			progress, moved = sum, time.Now()
+		}
+		stalled := err == nil && time.Since(moved) >= lagStall
+		if all || stalled || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		select {

@@ -204,6 +204,13 @@ func TestObserveOffsets(t *testing.T) {
 			t.Fatalf("offsets %+v", co)
 		}
 	})
+	t.Run("a group that commits nothing more ends the wait before its bound", func(t *testing.T) {
+		commit(1, 0)
+		co := read(time.Hour) // only the stall can end this test
+		if co.LagFree || co.WaitedMS < lagStall.Milliseconds() {
+			t.Fatalf("offsets %+v", co)
+		}
+	})
 	t.Run("the wait ends once the group caught up", func(t *testing.T) {
 		commit(1, 0)
 		go func() { time.Sleep(300 * time.Millisecond); commit(2, 1) }()
