@@ -20,7 +20,12 @@ const defaultLagWait = 15 * time.Second
 // lagStall ends the wait early when no group behind committed anything for
 // this long: a consumer parked on a call that never returns will not catch
 // up, and a consumer working through a backlog commits after every poll.
-const lagStall = 5 * time.Second
+// When the quiesce stage proved every pending saga stuck (it stopped early:
+// nothing moved for k step timeouts), a second of stillness is enough.
+const (
+	lagStall       = 5 * time.Second
+	lagStallFrozen = time.Second
+)
 
 // groups returns the declared consumer groups, one per group id, in
 // declaration order (replicas of one process share a group).
@@ -57,6 +62,10 @@ func observeOffsets(ctx context.Context, rec *models.Recorder, t Target) {
 	if wait <= 0 {
 		wait = defaultLagWait
 	}
+	stall := lagStall
+	if frozen(rec) {
+		stall = lagStallFrozen
+	}
 	start := time.Now()
 	deadline := start.Add(wait)
 	var (
@@ -78,7 +87,7 @@ func observeOffsets(ctx context.Context, rec *models.Recorder, t Target) {
 		if sum != progress {
 			progress, moved = sum, time.Now()
 		}
-		stalled := err == nil && time.Since(moved) >= lagStall
+		stalled := err == nil && time.Since(moved) >= stall
 		if all || stalled || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
@@ -164,4 +173,17 @@ func readOffsets(ctx context.Context, t Target, gs []models.ConsumerDecl) (map[s
 		out[g.Group] = co
 	}
 	return out, nil
+}
+
+// frozen reports whether the history's quiesce op says the wait stopped
+// early because every pending saga was proven stuck.
+func frozen(rec *models.Recorder) bool {
+	ops := rec.Ops()
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].Type == models.State && ops[i].F == models.FQuiesce {
+			var q models.Quiesce
+			return ops[i].Decode(&q) == nil && q.EarlyStop
+		}
+	}
+	return false
 }
