@@ -184,3 +184,45 @@ func TestHealth(t *testing.T) {
 		})
 	}
 }
+
+// The saved real runs of the planted bugs of issue 12 (and of the early
+// stuck proof) are caught by their rule and nothing else.
+func TestSavedPlantedBugsCaughtByTheirRuleOnly(t *testing.T) {
+	want := map[string]struct{ checker, kind string }{
+		"real-skip-failed-message-db-crash-seed4": {"no-lost-delivery", "lost-delivery"},
+		"real-relay-id-cursor-calm-seed1":         {"outbox-drains", "stuck-row"},
+		"real-coalescing-outbox-calm-seed3":       {"per-aggregate-order", "vanished-row"},
+		"real-silent-approval-calm-seed2":         {"saga-terminates", "missing-terminal-event"},
+		"real-no-step-timeout-gateway-hang-seed1": {"saga-terminates", "stuck"},
+	}
+	for dir, w := range want {
+		t.Run(dir, func(t *testing.T) {
+			h, err := models.ReadHistoryFile(filepath.Join("testdata", "runs", dir, "history.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := CheckAll(h, models.OrderSaga)
+			if got := invalidSet(v); len(got) != 1 || got[0] != w.checker {
+				t.Fatalf("invalid checkers %v, want only %s:%s", got, w.checker, describe(v))
+			}
+			for _, r := range v.Results {
+				for _, x := range r.Violations {
+					if x.Kind != w.kind {
+						t.Fatalf("%s %s: %s", x.Checker, x.Kind, x.Message)
+					}
+				}
+			}
+		})
+	}
+	// the reference run with the new ops judges every new rule
+	h, err := models.ReadHistoryFile(filepath.Join("testdata", "runs", "real-reference-everything-seed1", "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := CheckAll(h, models.OrderSaga)
+	for _, r := range v.Results {
+		if r.Status != models.Valid || r.NotApplicable != "" {
+			t.Fatalf("%s: %s %q %q", r.Checker, r.Status, r.Unknown, r.NotApplicable)
+		}
+	}
+}
