@@ -62,6 +62,24 @@ func (ix *Index) Incomplete() string {
 	return strings.Join(miss, "; ")
 }
 
+// observedAll reports whether every snapshot whose name starts with prefix
+// (models.SnapOutboxPfx, models.SnapApplied …) was written: with the
+// observer's plan, every planned one is closed; without it (an older
+// history), the run finished (run-end). A rule that reads an absence
+// across several snapshots — a record in no applied snapshot, a row in no
+// outbox — needs it, or a cut history would hide what came after the cut.
+func (ix *Index) observedAll(prefix string) bool {
+	if ix.Plan == nil {
+		return ix.RunEndOp >= 0
+	}
+	for _, n := range ix.Plan.Snapshots {
+		if strings.HasPrefix(n, prefix) && !ix.closed[n] {
+			return false
+		}
+	}
+	return true
+}
+
 // Vacuous says why nothing in the history could be judged ("" when
 // something could): no saga was started (no order was acknowledged or
 // found in the target's final state), and no outbox row or broker record

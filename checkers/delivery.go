@@ -3,6 +3,8 @@ package checkers
 import (
 	"fmt"
 	"slices"
+
+	"github.com/sagachaos/sagachaos/models"
 )
 
 // checkNoLostDelivery is no-lost-delivery.
@@ -52,6 +54,10 @@ func checkNoLostDelivery(ix *Index, b *builder) {
 		b.unknown("kafka-snapshot incomplete: %s", ix.KafkaSnap.Error)
 		return
 	}
+	if !ix.observedAll(models.SnapApplied) {
+		b.unknown("not every applied snapshot was written (the history is cut): a missing applied record is not evidence")
+		return
+	}
 	if len(ix.AppliedSnaps) == 0 {
 		b.unknown("no applied snapshot: what the consumers applied was not observed")
 		return
@@ -68,18 +74,21 @@ func checkNoLostDelivery(ix *Index, b *builder) {
 		}
 		snapOps = append(snapOps, s.Op)
 	}
-	// applied event ids per consumer name
-	applied := map[string]map[string]struct{}{}
-	for _, a := range ix.Applied {
-		m := applied[a.Consumer]
-		if m == nil {
-			m = map[string]struct{}{}
-			applied[a.Consumer] = m
-		}
-		m[a.EventID] = struct{}{}
+	// The consumers to judge, with their committed offsets per interned
+	// partition (-1: nothing committed there).
+	type judged struct {
+		c     *models.ConsumerDecl
+		off   OffsetsFact
+		upTo  []int64 // per partition; -2: not a topic of c
+		types map[string]bool
+		bit   uint64
+		first *EventFact
+		n     int64
 	}
-	var checked, unjudged int64
-	for _, c := range ix.Target.Consumers {
+	var js []*judged
+	bitOf := map[string]uint64{} // consumer name -> bit
+	for i := range ix.Target.Consumers {
+		c := &ix.Target.Consumers[i]
 		off, ok := ix.Offsets[c.Group]
 		if !ok {
 			b.unknown("no committed offsets of group %q (consumer %s) observed", c.Group, c.Consumer)
@@ -89,57 +98,85 @@ func checkNoLostDelivery(ix *Index, b *builder) {
 			b.unknown("committed offsets of group %q: %s", c.Group, off.Error)
 			continue
 		}
+		if _, ok := bitOf[c.Consumer]; !ok {
+			if len(bitOf) == 64 {
+				b.unknown("more than 64 consumers: %s not judged", c.Consumer)
+				continue
+			}
+			bitOf[c.Consumer] = 1 << uint(len(bitOf))
+		}
+		j := &judged{c: c, off: off, upTo: make([]int64, len(ix.PartNames)), bit: bitOf[c.Consumer]}
 		committed := make(map[topicPart]int64, len(off.Partitions))
 		for _, p := range off.Partitions {
 			committed[topicPart{p.Topic, p.Partition}] = p.Committed
 		}
-		// per interned partition: consumed by c, and its committed offset
-		consumes := make([]bool, len(ix.PartNames))
-		upTo := make([]int64, len(ix.PartNames))
-		for i, tp := range ix.PartNames {
+		for k, tp := range ix.PartNames {
+			j.upTo[k] = -2
 			if slices.Contains(c.Topics, tp.Topic) {
-				consumes[i] = true
+				j.upTo[k] = -1
 				if v, ok := committed[tp]; ok {
-					upTo[i] = v
-				} else {
-					upTo[i] = -1
+					j.upTo[k] = v
 				}
 			}
 		}
-		var types map[string]bool
 		if len(c.Types) > 0 {
-			types = make(map[string]bool, len(c.Types))
+			j.types = make(map[string]bool, len(c.Types))
 			for _, t := range c.Types {
-				types[t] = true
+				j.types[t] = true
 			}
 		}
-		got := applied[c.Consumer]
-		var firstUnjudged *EventFact
-		var cUnjudged int64
-		for n := range ix.Events {
-			e := &ix.Events[n]
-			if !consumes[e.part] || (types != nil && !types[e.Type]) || e.EventID == "" || e.Malformed != "" {
+		js = append(js, j)
+	}
+	// who applied what: one bit per consumer on the event_id's canonical
+	// record (Index.EventsByID); applied records of ids not in the log are
+	// never needed
+	appliedBy := make([]uint64, len(ix.Events))
+	for n := range ix.Applied {
+		a := &ix.Applied[n]
+		bit, ok := bitOf[a.Consumer]
+		if !ok {
+			continue
+		}
+		if en, ok := ix.EventsByID[a.EventID]; ok {
+			appliedBy[en] |= bit
+		}
+	}
+	var checked, unjudged int64
+	for n := range ix.Events {
+		e := &ix.Events[n]
+		if e.EventID == "" || e.Malformed != "" {
+			continue
+		}
+		canon := int32(-1)
+		for _, j := range js {
+			up := j.upTo[e.part]
+			if up == -2 || (j.types != nil && !j.types[e.Type]) {
 				continue
 			}
-			if e.Offset >= upTo[e.part] {
-				cUnjudged++
-				if firstUnjudged == nil {
-					firstUnjudged = e
+			if e.Offset >= up {
+				j.n++
+				if j.first == nil {
+					j.first = e
 				}
 				continue
 			}
 			checked++
-			if _, ok := got[e.EventID]; ok {
+			if canon < 0 {
+				canon = ix.EventsByID[e.EventID]
+			}
+			if appliedBy[canon]&j.bit != 0 {
 				continue
 			}
 			b.flag("lost-delivery", e.Order, fmt.Sprintf("record %s/%d@%d %s (event %s) is below group %s's committed offset %d, but consumer %s never applied it",
-				e.Topic, e.Partition, e.Offset, e.Type, e.EventID, c.Group, upTo[e.part], c.Consumer), append([]int64{e.Op, off.Op}, snapOps...)...)
+				e.Topic, e.Partition, e.Offset, e.Type, e.EventID, j.c.Group, up, j.c.Consumer), append([]int64{e.Op, j.off.Op}, snapOps...)...)
 		}
-		if cUnjudged > 0 {
-			unjudged += cUnjudged
-			e := firstUnjudged
+	}
+	for _, j := range js {
+		if j.n > 0 {
+			unjudged += j.n
+			e := j.first
 			b.unknown("group %s had not committed past %d record(s) it consumes when observed (first %s/%d@%d, committed %d): not yet processed, not judged",
-				c.Group, cUnjudged, e.Topic, e.Partition, e.Offset, upTo[e.part])
+				j.c.Group, j.n, e.Topic, e.Partition, e.Offset, j.upTo[e.part])
 		}
 	}
 	b.stats["records-checked"] = checked

@@ -122,8 +122,11 @@ func (ix *Index) terminalEvidence() (logOK, outboxOK string) {
 	case !ix.KafkaSnap.Complete:
 		logOK = "kafka-snapshot incomplete"
 	}
-	if len(ix.OutboxSnaps) == 0 {
+	switch {
+	case len(ix.OutboxSnaps) == 0:
 		outboxOK = "no outbox snapshot"
+	case !ix.observedAll(models.SnapOutboxPfx):
+		outboxOK = "not every outbox snapshot was written"
 	}
 	for db, s := range ix.OutboxSnaps {
 		if s.Error != "" {
