@@ -170,8 +170,19 @@ func relayCrashRun() (*models.History, models.Verdict, map[string]string) {
 	b.add(models.ProcObserver, models.Event, "OrderCreated", "o-96", models.EventRecord{Topic: "orders", Partition: 2, Offset: 7, Key: "o-96", EventID: "ev-96-1", Seq: 1, Source: "orders", Payload: pl})
 	b.add(models.ProcObserver, models.State, models.FOrderState, "o-96", models.OrderState{Status: "PENDING", Total: 700})
 	row := b.add(models.ProcObserver, models.State, models.FOutboxRow, "o-96", models.OutboxRow{DB: "orders", ID: 96, EventID: "ev-96-2", Seq: 2, Type: "ReserveStock", Topic: "orders", Published: true})
-	b.add(models.ProcObserver, models.State, models.FOutboxSnapshot, "", models.OutboxSnapshot{DB: "orders", Rows: 2, Complete: true})
-	snap := b.add(models.ProcObserver, models.State, models.FKafkaSnapshot, "", models.KafkaSnapshot{Topics: []string{"orders"}, Records: 9, Complete: true})
+	// the closing snapshots count the rows recorded before them, as the
+	// observer's do (a checker does not trust a snapshot that miscounts)
+	var events, rows int
+	for _, op := range b.h.Ops {
+		switch {
+		case op.Type == models.Event:
+			events++
+		case op.F == models.FOutboxRow:
+			rows++
+		}
+	}
+	b.add(models.ProcObserver, models.State, models.FOutboxSnapshot, "", models.OutboxSnapshot{DB: "orders", Rows: rows, Complete: true})
+	snap := b.add(models.ProcObserver, models.State, models.FKafkaSnapshot, "", models.KafkaSnapshot{Topics: []string{"orders"}, Records: events, Complete: true})
 	b.add(models.ProcHarness, models.Info, models.FRunEnd, "", map[string]int{"elapsed_ms": 1100})
 	_ = accepted
 	_ = fired
