@@ -25,8 +25,9 @@ const settleTime = 500 * time.Millisecond
 //     published or deleted) and every relay healthy — a correct relay
 //     publishes a row within a few polls, and one working through a
 //     backlog changes the outbox;
-//   - or the bound (DrainWait, at least twice the settle window) passes,
-// and records one FOutboxDrain op per outbox: what it saw (each pending
+//   - or the bound (DrainWait, at least twice the settle window) passes.
+//
+// It records one FOutboxDrain op per outbox: what it saw (each pending
 // row's first sighting, since when the outbox was idle). It returns, per
 // outbox database, the event ids published at the last poll (nil when that
 // poll failed: its rows then carry no proof of publication).
