@@ -91,12 +91,12 @@ func TestOutboxOnlyTarget(t *testing.T) {
 			na[r.Checker] = true
 		}
 	}
-	for _, c := range []string{"saga-terminates", "all-or-nothing", "no-double-effect", "compensation-order", "pivot", "conservation"} {
+	for _, c := range []string{"saga-terminates", "all-or-nothing", "no-double-effect", "compensation-order", "pivot", "conservation", "no-lost-delivery"} {
 		if !na[c] {
-			t.Errorf("%s applies to a target with no saga and no resource", c)
+			t.Errorf("%s applies to a target with no saga, no resource and no consumer", c)
 		}
 	}
-	for _, c := range []string{"no-lost-event", "no-phantom-event", "per-aggregate-order", "client-idempotency"} {
+	for _, c := range []string{"no-lost-event", "no-phantom-event", "per-aggregate-order", "client-idempotency", "outbox-drains"} {
 		if na[c] {
 			t.Errorf("%s was not applied to the outbox-only target", c)
 		}
