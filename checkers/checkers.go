@@ -54,7 +54,7 @@ var catalogue = []entry{
 	{Description{"per-aggregate-order", "per source and aggregate, records first appear in a partition in seq order, are keyed by the aggregate, each consumer applies them in seq order, and no seq is skipped", "Kafka log, envelope seq, applied records, outbox rows",
 		[]string{
 			"seq-gap: a committed row of seq k absent from the complete log while a higher seq of the same source, aggregate and topic is in it",
-			"vanished-row: a seq missing from both the outbox and the complete log below a seq of the same source and aggregate that exists (a row may be deleted only after it was published)",
+			"vanished-row: a seq missing from both the outbox and the complete log below a seq of the same source and aggregate that exists (a row may be deleted only after it was published); not applicable when the records carry no seq (seq from the outbox)",
 		}}, checkPerAggregateOrder},
 	{Description{"conservation", "stock is never negative, initial = available + reserved, reserved = held by approved orders, money at the gateway = approved totals", "initial stock, final stock, world effects, final order states", nil}, checkConservation},
 	{Description{"client-idempotency", "one Idempotency-Key maps to at most one order", "client ok replies, final order states", nil}, checkClientIdempotency},
@@ -157,10 +157,20 @@ type builder struct {
 	nUnknown int
 	stats    map[string]int64
 	na       string
+	ruleNA   map[string]string
 }
 
 // notApplicable records that the invariant has nothing to judge.
 func (b *builder) notApplicable(format string, args ...any) { b.na = fmt.Sprintf(format, args...) }
+
+// ruleNotApplicable records that the rule of kind kind has nothing to judge
+// in this history; the checker's other rules still do.
+func (b *builder) ruleNotApplicable(kind, format string, args ...any) {
+	if b.ruleNA == nil {
+		b.ruleNA = map[string]string{}
+	}
+	b.ruleNA[kind] = fmt.Sprintf(format, args...)
+}
 
 // flag records a proven violation.
 func (b *builder) flag(kind, order, msg string, ops ...int64) {
@@ -204,6 +214,9 @@ func (b *builder) result() models.CheckResult {
 	}
 	if r.Status == models.Valid {
 		r.NotApplicable = b.na
+	}
+	if r.NotApplicable == "" {
+		r.RulesNotApplicable = b.ruleNA
 	}
 	if len(r.Stats) == 0 {
 		r.Stats = nil

@@ -34,8 +34,13 @@ type CheckResult struct {
 	// NotApplicable, with Status Valid, says why the invariant had nothing
 	// to judge in this history (e.g. no consumer is declared, or the
 	// history predates the declarations the invariant reads).
-	NotApplicable string           `json:"not_applicable,omitempty"`
-	Stats         map[string]int64 `json:"stats,omitempty"`
+	NotApplicable string `json:"not_applicable,omitempty"`
+	// RulesNotApplicable names, by violation kind, the rules of the checker
+	// that this history gives nothing to apply to, and why (e.g.
+	// vanished-row for a target whose records carry no seq); the rest of
+	// the invariant was judged and Status says how.
+	RulesNotApplicable map[string]string `json:"rules_not_applicable,omitempty"`
+	Stats              map[string]int64  `json:"stats,omitempty"`
 }
 
 // VerdictVersion is the version of the verdict.json schema (docs/verdict.md).
