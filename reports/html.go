@@ -119,8 +119,9 @@ type reportModel struct {
 }
 
 type checkerRow struct {
-	Name, Status, Unknown, Stats string
-	Violations                   int
+	// Status is the CSS status ("na" for not applicable), Label the text.
+	Name, Status, Label, Unknown, Stats string
+	Violations                          int
 }
 
 type violationGroup struct {
@@ -224,12 +225,13 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 	var orderSeen []string
 	n := 0
 	for _, r := range v.Results {
-		row := checkerRow{Name: Redact(r.Checker), Status: string(r.Status), Unknown: Redact(r.Unknown), Violations: len(r.Violations)}
-		if r.NotApplicable != "" {
-			row.Status, row.Stats = "not-applicable", Redact(r.NotApplicable)
-		}
-		if len(r.Stats) > 0 {
-			row.Stats = Redact(statsLine(r.Stats))
+		row := checkerRow{Name: Redact(r.Checker), Status: string(r.Status), Label: string(r.Status), Unknown: Redact(r.Unknown), Violations: len(r.Violations)}
+		switch {
+		case r.NotApplicable != "":
+			// n/a, as the terminal shows it: the reason, not counters
+			row.Status, row.Label, row.Stats = "na", "n/a", Redact("not applicable: "+r.NotApplicable)
+		default:
+			row.Stats = Redact(strings.TrimSpace(statsLine(r.Stats) + " " + rulesNALine(r.RulesNotApplicable, true)))
 		}
 		m.Checkers = append(m.Checkers, row)
 		for _, vi := range r.Violations {

@@ -408,3 +408,34 @@ func TestWriteIndexEscapes(t *testing.T) {
 		t.Error("index does not escape run data")
 	}
 }
+
+// A checker with nothing to judge (the saga checkers of an outbox-only
+// target, no-lost-delivery without a consumer) reads n/a with its reason,
+// in the terminal and in the HTML table alike; a rule a checker did not
+// apply is named after its counters.
+func TestNotApplicableReadsNA(t *testing.T) {
+	h, v := failingRun()
+	v.Results = append(v.Results,
+		models.CheckResult{Checker: "no-lost-delivery", Status: models.Valid, NotApplicable: "the target declares no consumer"},
+		models.CheckResult{Checker: "per-aggregate-order", Status: models.Valid, Stats: map[string]int64{"seq-gaps": 0},
+			RulesNotApplicable: map[string]string{"vanished-row": "the records carry no seq"}})
+	var term bytes.Buffer
+	if err := WriteTerminal(&term, v, "", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"n/a  no-lost-delivery", "not applicable the target declares no consumer", "seq-gaps=0 vanished-row n/a"} {
+		if !strings.Contains(term.String(), want) {
+			t.Errorf("terminal lacks %q:\n%s", want, term.String())
+		}
+	}
+	page := renderHTML(t, h, v, HTMLOptions{})
+	for _, want := range []string{
+		`<tr class="s-na"><td class="mono">no-lost-delivery</td><td><span class="badge b-na">n/a</span></td>`,
+		`not applicable: the target declares no consumer`,
+		`seq-gaps=0 vanished-row n/a (the records carry no seq)`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

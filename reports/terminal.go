@@ -75,8 +75,8 @@ func WriteTerminal(w io.Writer, v models.Verdict, reportPath string, color bool)
 		case models.Valid:
 			if r.NotApplicable != "" {
 				detail = paint(ansiDim, clean(oneLine(r.NotApplicable, 140)))
-			} else if len(r.Stats) > 0 {
-				detail = paint(ansiDim, clean(statsLine(r.Stats)))
+			} else if d := strings.TrimSpace(statsLine(r.Stats) + " " + rulesNALine(r.RulesNotApplicable, false)); d != "" {
+				detail = paint(ansiDim, clean(oneLine(d, 140)))
 			}
 		}
 		if detail != "" {
@@ -130,6 +130,24 @@ func statsLine(st map[string]int64) string {
 		parts[i] = k + "=" + strconv.FormatInt(st[k], 10)
 	}
 	return strings.Join(parts, " ")
+}
+
+// rulesNALine names the rules a checker did not apply ("vanished-row n/a"),
+// with their reasons when why is set; "" when it applied them all.
+func rulesNALine(rules map[string]string, why bool) string {
+	keys := make([]string, 0, len(rules))
+	for k := range rules {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " n/a"
+		if why {
+			parts[i] += " (" + rules[k] + ")"
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // oneLine collapses whitespace and caps s for a terminal line; the full text
