@@ -18,7 +18,8 @@ type Manifest struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Build, when set, is run once (from the manifest's directory's module
-	// root) before the first run; "{{bin}}" is the harness's binary dir.
+	// root, or the manifest's directory outside a module) before the first
+	// run; "{{bin}}" is the harness's binary dir, "{{dir}}" the manifest's.
 	Build     *Build    `json:"build,omitempty"`
 	Databases []string  `json:"databases"`
 	Topics    []Topic   `json:"topics"`

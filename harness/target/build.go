@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sagachaos/sagachaos/targets"
 )
@@ -26,8 +27,16 @@ func Prepare(ctx context.Context, m *targets.Manifest, bin string) (string, []ta
 }
 
 // Build runs the manifest's build command from the module root above the
-// manifest, writing binaries to bin (empty: DefaultBin). It returns the bin
-// directory it used.
+// manifest (or, for a target outside any Go module, from the manifest's
+// own directory), writing binaries to bin (empty: DefaultBin). It returns
+// the bin directory it used. "{{bin}}" and "{{dir}}" (the manifest's
+// directory) are filled in the command's arguments.
+//
+// A build that succeeded is not run again by the same process (the
+// contract's "once before the first run": a sweep of seeds builds once),
+// and builds of one bin directory are serialised across processes by a
+// lock file in it: a build such as `npm ci` that rewrites its output in
+// place must not run twice at once.
 func Build(ctx context.Context, m *targets.Manifest, bin string) (string, error) {
 	if bin == "" {
 		bin = DefaultBin(m)
@@ -38,21 +47,51 @@ func Build(ctx context.Context, m *targets.Manifest, bin string) (string, error)
 	if m.Build == nil || len(m.Build.Command) == 0 {
 		return bin, nil
 	}
-	root, err := moduleRoot(m.Dir)
+	root, err := buildRoot(m.Dir)
 	if err != nil {
 		return bin, &Error{Err: err}
 	}
-	args := make([]string, len(m.Build.Command))
-	for i, a := range m.Build.Command {
-		args[i] = strings.ReplaceAll(a, "{{bin}}", bin)
+	args, err := commandArgs(m, m.Build.Command, bin)
+	if err != nil {
+		return bin, &Error{Err: err}
 	}
+	key := root + "\x00" + bin + "\x00" + strings.Join(args, "\x00")
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if built[key] {
+		return bin, nil
+	}
+	unlock, err := lockFile(filepath.Join(bin, ".build.lock"))
+	if err != nil {
+		return bin, &Error{Err: fmt.Errorf("build %s: lock: %w", m.Name, err)}
+	}
+	defer unlock()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return bin, &Error{Err: fmt.Errorf("build %s (%s): %w: %s", m.Name, strings.Join(args, " "), err, firstLine(string(out)))}
 	}
+	built[key] = true
 	return bin, nil
+}
+
+var (
+	builtMu sync.Mutex // held during a build: one build at a time per process
+	built   = map[string]bool{}
+)
+
+// commandArgs fills {{bin}} and {{dir}} in a build or failpoint command.
+func commandArgs(m *targets.Manifest, command []string, bin string) ([]string, error) {
+	dir, err := filepath.Abs(m.Dir)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, len(command))
+	for i, a := range command {
+		args[i] = strings.NewReplacer("{{bin}}", bin, "{{dir}}", dir).Replace(a)
+	}
+	return args, nil
 }
 
 // FailpointCatalog runs the manifest's failpoint listing command.
@@ -60,9 +99,9 @@ func FailpointCatalog(ctx context.Context, m *targets.Manifest, bin string) ([]t
 	if len(m.Failpoints) == 0 {
 		return nil, nil
 	}
-	args := make([]string, len(m.Failpoints))
-	for i, a := range m.Failpoints {
-		args[i] = strings.ReplaceAll(a, "{{bin}}", bin)
+	args, err := commandArgs(m, m.Failpoints, bin)
+	if err != nil {
+		return nil, &Error{Err: err}
 	}
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).Output()
 	if err != nil {
@@ -89,6 +128,16 @@ func DefaultBin(m *targets.Manifest) string {
 		return filepath.Join(c, "sagachaos", "bin", name)
 	}
 	return filepath.Join(os.TempDir(), "sagachaos-bin", name)
+}
+
+// buildRoot is where the build runs: the module root above dir, or dir
+// itself when no go.mod is above it (a target in another language, in its
+// own repository).
+func buildRoot(dir string) (string, error) {
+	if root, err := moduleRoot(dir); err == nil {
+		return root, nil
+	}
+	return filepath.Abs(dir)
 }
 
 func moduleRoot(dir string) (string, error) {
