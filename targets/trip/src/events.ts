@@ -19,12 +19,17 @@
 // Every event carries the whole itinerary (event-carried state), so a
 // service never needs another service's database or an earlier event.
 
+// The Kafka topic of each service, as the harness names it for this run
+// (TOPIC_TRIPS={{topic:trips}} …: against real brokers a run prefixes its
+// topics); the manifest's names when unset (the embedded broker, tests).
+const topicEnv = (name: string, fallback: string): string => (process.env[name] ?? '').trim() || fallback;
+
 export const Topic = {
-  trips: 'trips',
-  flights: 'flights',
-  hotels: 'hotels',
-  payments: 'payments',
-  tickets: 'tickets',
+  trips: topicEnv('TOPIC_TRIPS', 'trips'),
+  flights: topicEnv('TOPIC_FLIGHTS', 'flights'),
+  hotels: topicEnv('TOPIC_HOTELS', 'hotels'),
+  payments: topicEnv('TOPIC_PAYMENTS', 'payments'),
+  tickets: topicEnv('TOPIC_TICKETS', 'tickets'),
 } as const;
 
 export const Ev = {

@@ -150,7 +150,10 @@ export function failpoint(name: string): Promise<void> | undefined {
 function writeLog(name: string, hit: number, action?: string): void {
   if (logFd === undefined) return;
   const line: Record<string, unknown> = { instance, failpoint: name, hit };
-  if (action !== undefined) line.action = action;
+  if (action !== undefined) {
+    line.action = action;
+    line.fired = true;
+  }
   writeSync(logFd, JSON.stringify(line) + '\n');
 }
 

@@ -20,7 +20,7 @@
 import type { Pool } from 'pg';
 import { randomUUID } from 'node:crypto';
 import type { Tx } from '../db';
-import { Ev, type EventType, type Payload } from '../events';
+import { Ev, Topic, type EventType, type Payload } from '../events';
 import { failpoint } from '../failpoints';
 import type { Logger } from '../log';
 import { isMutant } from '../mutants';
@@ -64,7 +64,7 @@ export interface BookingStep {
 
 export const flightStep: BookingStep = {
   service: 'flights',
-  topic: 'flights',
+  topic: Topic.flights,
   trigger: Ev.TripRequested,
   compensateOn: [Ev.HotelBookingFailed, Ev.HotelCancelled],
   booked: Ev.FlightBooked,
@@ -77,7 +77,7 @@ export const flightStep: BookingStep = {
 
 export const hotelStep: BookingStep = {
   service: 'hotels',
-  topic: 'hotels',
+  topic: Topic.hotels,
   trigger: Ev.FlightBooked,
   compensateOn: [Ev.PaymentDeclined, Ev.PaymentCancelled],
   booked: Ev.HotelBooked,

@@ -52,9 +52,9 @@ test('failpoints fire at the Nth hit only and log reached and fired lines', asyn
   const lines = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   assert.deepEqual(lines, [
     { instance: 'flights', failpoint: 'flights.after-book', hit: 1 },
-    { instance: 'flights', failpoint: 'flights.after-book', hit: 2, action: 'error' },
+    { instance: 'flights', failpoint: 'flights.after-book', hit: 2, action: 'error', fired: true },
     { instance: 'flights', failpoint: 'payments.after-charge', hit: 1 },
-    { instance: 'flights', failpoint: 'payments.after-charge', hit: 1, action: 'sleep' },
+    { instance: 'flights', failpoint: 'payments.after-charge', hit: 1, action: 'sleep', fired: true },
     { instance: 'flights', failpoint: 'relay.after-mark', hit: 1 },
   ]);
   resetFailpoints();
