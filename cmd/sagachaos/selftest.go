@@ -25,6 +25,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		rSeeds     = fs.Int("reference-seeds", 2, "seeds per reference scenario")
 		out        = fs.String("out", "runs/selftest", "directory for the run directories")
 		quiet      = fs.Bool("q", false, "no progress lines")
+		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 	)
 	var ef envFlags
 	ef.register(fs)
@@ -51,7 +52,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	o := gate.Options{Manifest: m, Bin: bin, Failpts: fps, OutDir: *out,
-		Env:     harness.Options{Env: ef.config(), Logger: newLogger(stderr, false), HealthTimeout: 30 * time.Second},
+		Env:     harness.Options{Env: ef.config(), Logger: newLogger(stderr, false), HealthTimeout: *health},
 		Mutants: split(*mutants), MutantSeeds: *mSeeds, DetectSeeds: *dSeeds,
 		Reference: split(*reference), ReferenceSeeds: *rSeeds}
 	if !*quiet {
