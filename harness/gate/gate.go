@@ -75,8 +75,39 @@ type ReferenceResult struct {
 type Report struct {
 	Mutants   []MutantResult
 	Reference []ReferenceResult
-	Coverage  Coverage
-	Wall      time.Duration
+	// NotApplicable are the named scenarios left out of the default
+	// reference runs because they name a component, link or failpoint the
+	// target does not have (the generator refuses them), with why.
+	NotApplicable []SkippedScenario
+	Coverage      Coverage
+	Wall          time.Duration
+}
+
+// SkippedScenario is a named scenario the gate did not run on the target.
+type SkippedScenario struct {
+	Scenario string
+	Reason   string
+}
+
+// applicable splits the named scenarios into those the generator accepts
+// for the target and those it refuses (a scenario written for another
+// target's components: running it would only be an error).
+func applicable(m *targets.Manifest, fps []targets.Failpoint) ([]string, []SkippedScenario) {
+	cat := target.Catalog(m, fps)
+	var run []string
+	var skip []SkippedScenario
+	for _, n := range scenarios.Names() {
+		spec, err := scenarios.Load(n)
+		if err == nil {
+			err = spec.CheckAgainst(n, cat)
+		}
+		if err != nil {
+			skip = append(skip, SkippedScenario{Scenario: n, Reason: err.Error()})
+			continue
+		}
+		run = append(run, n)
+	}
+	return run, skip
 }
 
 // Passed reports whether the gate is green: every mutant caught by an
@@ -198,7 +229,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	names := o.Reference
 	if len(names) == 0 {
-		names = scenarios.Names()
+		names, rep.NotApplicable = applicable(o.Manifest, o.Failpts)
+		for _, x := range rep.NotApplicable {
+			say("reference: %s not applicable to %s: %s", x.Scenario, o.Manifest.Name, firstLine(x.Reason))
+		}
 	}
 	for _, sc := range names {
 		for seed := uint64(1); seed <= uint64(o.ReferenceSeeds); seed++ {
@@ -270,7 +304,15 @@ func (r Report) Write(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.Scenario, x.Seed, st, x.Wall.Truncate(100*time.Millisecond))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d reference runs, %d not valid\n\nfailpoint coverage:\n", len(r.Reference), bad)
+	fmt.Fprintf(w, "%d reference runs, %d not valid\n", len(r.Reference), bad)
+	if len(r.NotApplicable) > 0 {
+		var ns []string
+		for _, x := range r.NotApplicable {
+			ns = append(ns, x.Scenario)
+		}
+		fmt.Fprintf(w, "%d named scenarios not applicable to this target (they name components, links or failpoints it does not have): %s\n", len(ns), strings.Join(ns, ", "))
+	}
+	fmt.Fprintf(w, "\nfailpoint coverage:\n")
 	r.Coverage.Write(w)
 	if u := r.Coverage.Unreached(); len(u) > 0 {
 		fmt.Fprintf(w, "UNREACHED failpoints (holes in the harness): %s\n", strings.Join(u, ", "))

@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
+	"github.com/sagachaos/sagachaos/scenarios"
 	"github.com/sagachaos/sagachaos/targets"
 )
 
@@ -69,4 +71,33 @@ func prepareReference(t *testing.T) (*targets.Manifest, string, []targets.Failpo
 		t.Fatal(err)
 	}
 	return m, bin, fps
+}
+
+// The default reference runs are the named scenarios the target can run:
+// every one for the reference, and for a target without a scenario's
+// failpoints (here: the reference with none catalogued) the scenarios
+// that name failpoints are left out, each with the generator's reason.
+func TestApplicableScenarios(t *testing.T) {
+	m, _, fps := prepareReference(t)
+	run, skip := applicable(m, fps)
+	if len(skip) != 0 || !slices.Equal(run, scenarios.Names()) {
+		t.Fatalf("reference: runs %v, skips %+v; want every named scenario", run, skip)
+	}
+	run, skip = applicable(m, nil)
+	for _, n := range scenarios.Names() {
+		spec, err := scenarios.Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := len(spec.Faults.Failpoints) > 0
+		skipped := slices.IndexFunc(skip, func(s SkippedScenario) bool { return s.Scenario == n })
+		switch {
+		case named && skipped < 0:
+			t.Errorf("%s names failpoints the target does not declare but was not skipped", n)
+		case named && !strings.Contains(skip[skipped].Reason, "unknown failpoint"):
+			t.Errorf("%s skipped for %q, want the unknown failpoint", n, skip[skipped].Reason)
+		case !named && !slices.Contains(run, n):
+			t.Errorf("%s names no failpoint but was left out: %+v", n, skip)
+		}
+	}
 }
