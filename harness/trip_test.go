@@ -115,3 +115,38 @@ func runTrip(t *testing.T, n int) (models.Verdict, string) {
 	}
 	return res.Verdict, res.RunDir
 }
+
+// Every scenario a trip mutant names for the self-test is one the
+// generator accepts for trip: a scenario written for the reference's
+// components (inventory, orders, payment→gateway) would make each of the
+// mutant's self-test runs an error instead of a chance to catch it.
+func TestTripMutantScenariosApply(t *testing.T) {
+	requireNode(t)
+	m, err := target.Find(filepath.Join("..", "targets", "trip", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fps, err := target.Prepare(context.Background(), m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := target.Catalog(m, fps)
+	if len(m.Mutants) < 5 {
+		t.Fatalf("trip declares %d mutants, want at least 5", len(m.Mutants))
+	}
+	for _, mu := range m.Mutants {
+		if len(mu.Scenarios) == 0 {
+			t.Errorf("mutant %s names no scenario", mu.Name)
+		}
+		for _, n := range mu.Scenarios {
+			spec, err := scenarios.Load(n)
+			if err != nil {
+				t.Errorf("mutant %s: %v", mu.Name, err)
+				continue
+			}
+			if err := spec.CheckAgainst(n, cat); err != nil {
+				t.Errorf("mutant %s: %v", mu.Name, err)
+			}
+		}
+	}
+}
