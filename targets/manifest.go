@@ -26,6 +26,8 @@ type Manifest struct {
 	Processes []Process `json:"processes"`
 	API       API       `json:"api"`
 	Observe   Observe   `json:"observe"`
+	// Postgres is what the target needs of the server (postgres.go).
+	Postgres *Postgres `json:"postgres,omitempty"`
 	// Failpoints is a command that prints the target's failpoint catalogue
 	// as JSON ([]Failpoint) on stdout.
 	Failpoints []string `json:"failpoints,omitempty"`
@@ -86,6 +88,9 @@ type Process struct {
 	// Consumes declares what the process consumes; only processes that
 	// declare consumer groups are rewind targets.
 	Consumes []Consume `json:"consumes,omitempty"`
+	// Slots are the logical replication slots the process holds (a CDC
+	// relay; postgres.go).
+	Slots []Slot `json:"slots,omitempty"`
 }
 
 // Consume is one consumer a process runs.
@@ -131,6 +136,9 @@ type Query struct {
 	// a run (e.g. outbox retention is longer than any run), so a missing row
 	// is evidence.
 	Complete bool `json:"complete,omitempty"`
+	// Published says, for an outbox query, how a row's publication is
+	// known: "column" (default) or "log" (postgres.go).
+	Published string `json:"published,omitempty"`
 }
 
 // Failpoint is one named crash point a component declares.
@@ -299,7 +307,10 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("field topics[%d]: need a name and partitions ≥ 1", i)
 		}
 	}
-	return m.validateDomain()
+	if err := m.validateDomain(); err != nil {
+		return err
+	}
+	return m.validatePostgres()
 }
 
 // Instances returns the instance names of a process: "<name>" for one
