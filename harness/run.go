@@ -182,6 +182,7 @@ func envConfig(o Options, runDir string) env.Config {
 	c := o.Env
 	c.Dir = runDir
 	c.Databases = o.Manifest.Databases
+	c.PostgresSettings = o.Manifest.PostgresSettings()
 	c.Logger = o.Logger
 	for _, tp := range o.Manifest.Topics {
 		c.Topics = append(c.Topics, env.Topic{Name: tp.Name, Partitions: tp.Partitions})

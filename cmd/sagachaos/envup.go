@@ -63,6 +63,7 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fail(2, "%v", err)
 	}
 	cfg.Databases = m.Databases
+	cfg.PostgresSettings = m.PostgresSettings()
 	for _, t := range m.Topics {
 		cfg.Topics = append(cfg.Topics, env.Topic{Name: t.Name, Partitions: t.Partitions})
 	}

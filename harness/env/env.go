@@ -48,6 +48,11 @@ type Config struct {
 	Databases []string // created fresh; names as the target knows them
 	Topics    []Topic  // created fresh; names as the target knows them
 	Logger    *slog.Logger
+
+	// PostgresSettings are server settings the target needs (the
+	// manifest's postgres.settings), applied or checked by every provider
+	// (postgres_settings.go).
+	PostgresSettings map[string]string
 }
 
 // Resolve fills in the providers as Up will use them: the explicit choice,
@@ -208,11 +213,14 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 
 	switch cfg.Postgres {
 	case "local":
-		p, err := startLocalPG(ctx, cfg.Dir, log)
+		p, err := startLocalPG(ctx, cfg.Dir, log, cfg.PostgresSettings)
 		if err != nil {
 			return nil, err
 		}
 		e.pg = p
+		if err := checkSettings(ctx, p.dsn("postgres"), cfg.PostgresSettings, "the embedded cluster", "report this: the embedded cluster was started with them"); err != nil {
+			return nil, err
+		}
 		for _, d := range cfg.Databases {
 			e.dbs[d] = d
 		}
@@ -227,12 +235,20 @@ func Up(ctx context.Context, cfg Config) (_ *Env, err error) {
 				return nil, err
 			}
 			e.pg = d
+			// Before anything is created on the user's server.
+			if err := checkSettings(ctx, d.base, cfg.PostgresSettings, "the server of DSN "+redact(d.base),
+				"change them on that server, or use --postgres local, which starts with the manifest's settings"); err != nil {
+				return nil, err
+			}
 		} else {
-			c, err := startContainerPG(ctx, cfg.PostgresImage, e.runID, log)
+			c, err := startContainerPG(ctx, cfg.PostgresImage, e.runID, log, cfg.PostgresSettings)
 			if err != nil {
 				return nil, err
 			}
 			e.pg, d = c, c.dsnPG
+			if err := checkSettings(ctx, d.base, cfg.PostgresSettings, "the PostgreSQL container", "the image must accept them as server arguments"); err != nil {
+				return nil, err
+			}
 		}
 		var actual []string
 		for _, n := range cfg.Databases {

@@ -73,6 +73,9 @@ func (p *dsnPG) close() error {
 	defer conn.Close(context.Background())
 	var firstErr error
 	for _, db := range p.created {
+		if err := dropSlots(ctx, conn, db); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("postgres dsn %s: %w", p.host, err)
+		}
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)"); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("postgres dsn %s: drop database %s: %w", p.host, db, err)
 		}

@@ -127,6 +127,9 @@ type localPG struct {
 	logPath string
 	port    int
 	log     *slog.Logger
+	// settings are the target's (postgres_settings.go): "-c" arguments at
+	// every start.
+	settings map[string]string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -135,7 +138,7 @@ type localPG struct {
 
 var versionRE = regexp.MustCompile(`\d+(\.\d+)*`)
 
-func startLocalPG(ctx context.Context, runDir string, log *slog.Logger) (_ *localPG, err error) {
+func startLocalPG(ctx context.Context, runDir string, log *slog.Logger, settings map[string]string) (_ *localPG, err error) {
 	bindir, err := findPGBinDir()
 	if err != nil {
 		return nil, err
@@ -145,11 +148,15 @@ func startLocalPG(ctx context.Context, runDir string, log *slog.Logger) (_ *loca
 		return nil, err
 	}
 	sweepStaleDataDirs(log)
-	tmpl, err := pgTemplate(ctx, bindir, cred)
+	iargs, err := initdbArgs(settings)
 	if err != nil {
 		return nil, err
 	}
-	p := &localPG{bindir: bindir, cred: cred, log: log}
+	tmpl, err := pgTemplate(ctx, bindir, cred, iargs...)
+	if err != nil {
+		return nil, err
+	}
+	p := &localPG{bindir: bindir, cred: cred, log: log, settings: settings}
 	// The data dir sits directly under the data root: a root-owned 0700
 	// parent would lock the postgres user out. Its name carries our pid so
 	// a later run can sweep it if we die by SIGKILL.
@@ -183,8 +190,10 @@ func startLocalPG(ctx context.Context, runDir string, log *slog.Logger) (_ *loca
 // pgTemplate returns a cluster made by initdb once per PostgreSQL version
 // and cached under the temp dir; initdb is the 1–2 s of a cold start, a copy
 // of its result is ~50 ms. Made in a scratch dir and renamed into place, so a
-// concurrent or killed run never sees a half-made template.
-func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential) (string, error) {
+// concurrent or killed run never sees a half-made template. Settings only
+// initdb can make (postgres_settings.go) come in as extra initdb arguments
+// and key a template of their own.
+func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential, extra ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, filepath.Join(bindir, "postgres"), "--version").Output()
 	if err != nil {
 		return "", unavailable("postgres: cannot run "+filepath.Join(bindir, "postgres"), "reinstall postgresql or pass --postgres dsn", err)
@@ -197,7 +206,7 @@ func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential) (s
 	if cred != nil {
 		owner = strconv.Itoa(int(cred.Uid))
 	}
-	dir := filepath.Join(pgDataRoot(), fmt.Sprintf("sagachaos-pgtemplate-%s-%s", ver, owner))
+	dir := filepath.Join(pgDataRoot(), fmt.Sprintf("sagachaos-pgtemplate-%s-%s%s", ver, owner, templateKey(extra)))
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return dir, nil
 	}
@@ -212,8 +221,8 @@ func pgTemplate(ctx context.Context, bindir string, cred *syscall.Credential) (s
 		}
 	}
 	data := filepath.Join(scratch, "data")
-	cmd := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"), "-D", data,
-		"-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions")
+	cmd := exec.CommandContext(ctx, filepath.Join(bindir, "initdb"), append([]string{"-D", data,
+		"-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions"}, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = scratch
 	var initOut bytes.Buffer
@@ -269,6 +278,7 @@ func (p *localPG) startOnce(ctx context.Context) error {
 		// so a SIGKILLed cluster leaves nothing outside its data dir.
 		"-c", "dynamic_shared_memory_type=mmap",
 		"-c", "logging_collector=off", "-c", "log_min_messages=warning")
+	cmd.Args = append(cmd.Args, serverArgs(p.settings)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group (a Ctrl-C to the harness is ours to handle), run as
 	// the postgres user, and SIGKILLed by the kernel if the harness dies.

@@ -201,9 +201,14 @@ type containerPG struct {
 
 const containerPGPassword = "postgres"
 
-func startContainerPG(ctx context.Context, image, runID string, log *slog.Logger) (_ *containerPG, err error) {
+func startContainerPG(ctx context.Context, image, runID string, log *slog.Logger, settings map[string]string) (_ *containerPG, err error) {
 	if image == "" {
 		image = DefaultPostgresImage
+	}
+	// The manifest's settings (postgres_settings.go), after ours.
+	sopts, err := containerSettings(settings)
+	if err != nil {
+		return nil, err
 	}
 	d, err := dockerUp(ctx, "postgres", runID, log)
 	if err != nil {
@@ -225,7 +230,7 @@ func startContainerPG(ctx context.Context, image, runID string, log *slog.Logger
 		return nil, err
 	}
 	t0 := time.Now()
-	c, err := tcpostgres.Run(ctx, image, testcontainers.WithLogger(tcLogger{log}),
+	c, err := tcpostgres.Run(ctx, image, append([]testcontainers.ContainerCustomizer{testcontainers.WithLogger(tcLogger{log}),
 		tcpostgres.WithDatabase("postgres"), tcpostgres.WithUsername("postgres"), tcpostgres.WithPassword(containerPGPassword),
 		// The settings the local provider runs with (postgres_local.go).
 		testcontainers.WithCmd("postgres",
@@ -238,7 +243,7 @@ func startContainerPG(ctx context.Context, image, runID string, log *slog.Logger
 		// Ready when a query answers on the published port: the official
 		// image's first "ready" log line is its init-time server, which
 		// listens on no TCP port.
-		testcontainers.WithWaitStrategy(&pgReady{p: p}),
+		testcontainers.WithWaitStrategy(&pgReady{p: p})}, sopts...)...,
 	)
 	p.c = c
 	if err != nil {
