@@ -93,6 +93,10 @@ type Target struct {
 	// LagWait bounds the wait for every declared group to catch up
 	// (default 15 s).
 	LagWait time.Duration
+
+	// tail follows the log for outbox queries published in the log
+	// (logtail.go).
+	tail *logTail
 }
 
 // DefaultStuckTimeouts and DefaultSettle are the defaults of
@@ -426,6 +430,8 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 // ever will be) before the applied records are read.
 func Observe(ctx context.Context, rec *models.Recorder, t Target) error {
 	t = t.withDecl(rec)
+	t, closeTail := withLogTail(t)
+	defer closeTail()
 	rec.Record(models.ProcObserver, models.State, models.FObservePlan, "", models.ObservePlan{Snapshots: plan(t)})
 	before := drainWatch(ctx, rec, t)
 	observeOffsets(ctx, rec, t)

@@ -24,6 +24,7 @@ func query(ctx context.Context, t Target, q targets.Query, args []any, cols ...s
 	if t.DSN == nil {
 		return nil, fmt.Errorf("query %s: no DSN function", q.DB)
 	}
+	cols, fromLog := logColumns(q, cols)
 	timeout := t.SQLTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -69,6 +70,9 @@ func query(ctx context.Context, t Target, q targets.Query, args []any, cols ...s
 	}
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("query %s: %w", q.DB, err)
+	}
+	if fromLog {
+		return out, t.fillPublished(ctx, q, out)
 	}
 	return out, nil
 }
