@@ -1,7 +1,7 @@
 // Command reftarget runs one component of the reference order-saga target:
 //
-//	reftarget orders|inventory|payment|delivery|relay
-//	reftarget --list-failpoints
+//	reftarget orders|inventory|payment|delivery|relay|cdc-relay
+//	reftarget --list-failpoints [cdc]
 //
 // Configuration comes only from env (docs/target-contract.md), so the
 // harness can route every connection through its own proxied link. A bad
@@ -38,9 +38,13 @@ import (
 	"github.com/sagachaos/sagachaos/targets/reference/internal/world"
 )
 
-const usage = "usage: reftarget orders|inventory|payment|delivery|relay | --list-failpoints"
+const usage = "usage: reftarget orders|inventory|payment|delivery|relay|cdc-relay | --list-failpoints [cdc]"
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "--list-failpoints" && os.Args[2] == "cdc" {
+		listCDCFailpoints()
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -107,7 +111,7 @@ func setup(component string) (*common, error) {
 
 func run(ctx context.Context, component string) error {
 	switch component {
-	case "orders", "inventory", "payment", "delivery", "relay":
+	case "orders", "inventory", "payment", "delivery", "relay", "cdc-relay":
 	default:
 		return &svc.ConfigError{Msg: fmt.Sprintf("unknown component %q (%s)", component, usage)}
 	}
@@ -117,6 +121,9 @@ func run(ctx context.Context, component string) error {
 	}
 	if component == "relay" {
 		return runRelay(ctx, c)
+	}
+	if component == "cdc-relay" {
+		return runCDCRelay(ctx, c)
 	}
 	dsn, err := svc.Env("DATABASE_URL")
 	if err != nil {
