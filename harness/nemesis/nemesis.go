@@ -61,6 +61,9 @@ type Nemesis struct {
 	World    faults.World
 	Rewinder Rewinder
 	Log      *slog.Logger
+	// Slots sees the target's replication slots (nil: it declares none);
+	// the CDC kinds need it (slots.go).
+	Slots faults.Slots
 
 	mu     sync.Mutex
 	active map[string]string // fault id → kind, while its window is open

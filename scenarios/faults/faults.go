@@ -153,6 +153,9 @@ type Aim struct {
 	// Ambiguous are the world actions ("provider/action") that declare
 	// the nemesis may make them ambiguous.
 	Ambiguous []string
+	// Slots are the declared replication slots (manifest
+	// processes[].slots) with the instances competing for each (slots.go).
+	Slots []SlotAim
 }
 
 // FailpointAim is one declared failpoint and its process's instances.
@@ -173,6 +176,7 @@ var exampleAim = Aim{
 	Consumers:  []string{"component"},
 	Failpoints: []FailpointAim{{Name: "component.point", Instances: []string{"component"}}},
 	Ambiguous:  []string{"provider/action"},
+	Slots:      []SlotAim{{DB: "database", Instances: []string{"component", "component-2"}}},
 }
 
 // Example draws a fault of the named kind for a run that offers one of
