@@ -131,6 +131,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if e.KafkaCluster() != nil || len(e.DirectBrokers()) > 0 {
 		nem.Rewinder = &nemesis.GroupRewinder{Brokers: e.DirectBrokers()}
 	}
+	slotsObserved := watchSlots(l, o.Manifest, sc, e, nem)
 
 	l.phase("workload")
 	if err := chaos(ctx, l, sc, drv, nem, tg); err != nil {
@@ -154,6 +155,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err := observeState(ctx, l, obs); err != nil {
 		return res, err
 	}
+	slotsObserved(ctx)
 
 	l.phase("check")
 	tg.Close()

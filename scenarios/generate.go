@@ -27,6 +27,15 @@ type Catalog struct {
 	// Ambiguous lists "provider/action" for every world action that
 	// declares the nemesis may make it ambiguous.
 	Ambiguous []string
+	// Slots are the replication slots the processes declare (a CDC relay's).
+	Slots []SlotRef
+}
+
+// SlotRef is a declared replication slot: its database and the process
+// whose instances compete for it.
+type SlotRef struct {
+	DB      string
+	Process string
 }
 
 // Process is one component of the target as the generator sees it.
@@ -268,6 +277,11 @@ func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	for _, fp := range c.Failpoints {
 		if matchAny(s.Faults.Failpoints, fp.Name) {
 			a.Failpoints = append(a.Failpoints, faults.FailpointAim{Name: fp.Name, Instances: inst[fp.Component]})
+		}
+	}
+	for _, sl := range c.Slots {
+		if in := filter(inst[sl.Process], s.Faults.Components); len(in) > 0 {
+			a.Slots = append(a.Slots, faults.SlotAim{DB: sl.DB, Instances: in})
 		}
 	}
 	return a

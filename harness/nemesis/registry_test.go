@@ -44,10 +44,14 @@ func TestEveryKindHasAllItsParts(t *testing.T) {
 	if _, err := e.NewLink("component→dependency", srv.Listener.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
+	// The CDC kinds act on the slot holder's own PostgreSQL link.
+	if _, err := e.PostgresLink("component"); err != nil {
+		t.Fatal(err)
+	}
 	tg := &fakeTarget{armed: map[string]string{}}
 	rw := &fakeRewinder{}
 	rec, _ := models.NewRecorder(nil, models.Header{})
-	n := &Nemesis{Rec: rec, Env: e, Target: tg, World: &fakeWorld{}, Rewinder: rw}
+	n := &Nemesis{Rec: rec, Env: e, Target: tg, World: &fakeWorld{}, Rewinder: rw, Slots: &fakeSlots{}}
 
 	names := faults.Names()
 	if len(names) < 15 {

@@ -84,6 +84,9 @@ func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
 			sp.Consumes = sp.Consumes || c.Group != ""
 		}
 		c.Processes = append(c.Processes, sp)
+		for _, s := range p.Slots {
+			c.Slots = append(c.Slots, scenarios.SlotRef{DB: s.DB, Process: p.Name})
+		}
 	}
 	for _, f := range fps {
 		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component})
