@@ -111,6 +111,7 @@ type reportModel struct {
 	Logs         []logLink
 	LogsErr      string
 	Overall      overallTimeline
+	Slots        slotChart
 	Components   compSection
 	Capped       int
 	CSS          template.CSS
@@ -318,6 +319,7 @@ func buildReport(h *models.History, v models.Verdict, opts HTMLOptions) (*report
 	m.Data = data
 	m.Capped = capped
 	m.Overall = buildOverall(h, faults, comp)
+	m.Slots = buildSlotChart(h, faults)
 	m.Components = buildCompSection(comp)
 	return m, nil
 }

@@ -173,7 +173,11 @@ func (w *Watch) Start(rec *models.Recorder, every time.Duration) (stop func()) {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			w.Sample(ctx, rec, models.SlotsDuringRun)
+			s := w.Read(ctx, models.SlotsDuringRun)
+			if ctx.Err() != nil {
+				return // stopped mid-read: not a sample of the server
+			}
+			rec.Record(models.ProcObserver, models.Info, models.FSlots, "", s)
 			select {
 			case <-ctx.Done():
 				return
