@@ -65,8 +65,11 @@ func (l *loop) end(ctx context.Context, v models.Verdict, err error) (models.Ver
 	if err == nil {
 		return v, nil
 	}
+	if r := refusalCause(ctx); r != nil {
+		err = r // the server refused the target a setting: that ended it
+	}
 	reason := err.Error()
-	interrupted := ctx.Err() != nil
+	interrupted := ctx.Err() != nil && refusalCause(ctx) == nil
 	if interrupted {
 		l.rec.Record(models.ProcHarness, models.Info, models.FInterrupted, "", map[string]string{"reason": reason})
 		err = fmt.Errorf("%w: %v", ErrInterrupted, err)
