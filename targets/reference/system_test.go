@@ -80,6 +80,9 @@ type sysOpts struct {
 	failpoints map[string]string
 	// mutant is the planted bug to switch on in every process.
 	mutant string
+	// cdc runs the relays as the CDC flavour (cdc-relay) on a cluster
+	// with wal_level=logical (cdc_test.go).
+	cdc bool
 }
 
 func startSystem(t testing.TB, o sysOpts) *system {
@@ -90,7 +93,7 @@ func startSystem(t testing.TB, o sysOpts) *system {
 	for _, n := range dbNames {
 		topics = append(topics, env.Topic{Name: n, Partitions: 4})
 	}
-	e, err := env.Up(ctx, env.Config{Dir: t.TempDir(), Databases: dbNames, Topics: topics})
+	e, err := env.Up(ctx, env.Config{Dir: t.TempDir(), Databases: dbNames, Topics: topics, PostgresSettings: cdcSettings(o.cdc)})
 	if err != nil {
 		t.Fatalf("environment up (needs the PostgreSQL binaries, see harness/env): %v", err)
 	}
@@ -132,7 +135,7 @@ func startSystem(t testing.TB, o sysOpts) *system {
 		case "delivery":
 			envv = append(envv, "DATABASE_URL="+e.DirectDSN("delivery"), "CARRIER_URL="+urls["carrier"])
 		default:
-			comp = "relay"
+			comp = relayComponent(o.cdc)
 			envv = append(envv, "RELAY_DATABASES="+strings.Join(relayDBs, " "), "OUTBOX_CLEANUP_INTERVAL=300ms")
 		}
 		spec := supervisor.Spec{Name: name, Command: []string{bin, comp}, Env: envv, LogDir: s.logDir, HealthURL: "http://" + addr + "/healthz"}

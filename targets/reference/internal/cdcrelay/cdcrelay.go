@@ -490,8 +490,10 @@ func (st *streamState) publish(ctx context.Context) error {
 	if len(recs) > 0 {
 		if st.log.Enabled(ctx, slog.LevelDebug) {
 			var b strings.Builder
-			for _, rc := range recs {
-				fmt.Fprintf(&b, "%s ", rc.Key)
+			for _, t := range st.ready {
+				for _, w := range t.rows {
+					fmt.Fprintf(&b, "%s:%d ", w.agg, w.seq)
+				}
 			}
 			st.log.Debug("cdc batch", "slot", st.slot, "records", b.String(), "end", last)
 		}
