@@ -65,7 +65,9 @@ func (*SlotDBCrash) Apply(ctx context.Context, s System, f Fault) (Effect, error
 			if err != nil {
 				return d, err
 			}
-			if now, err := sl.Slot(ctx, f.Target); err == nil {
+			if now, err := sl.Slot(ctx, f.Target); err != nil {
+				d["slot_error"] = err.Error()
+			} else {
 				d["slot"] = now.describe()
 				d["confirmed_after"] = now.ConfirmedLSN
 				b, ok1 := ParseLSN(v.ConfirmedLSN)

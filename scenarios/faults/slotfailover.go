@@ -59,7 +59,9 @@ func (*SlotFailover) Apply(ctx context.Context, s System, f Fault) (Effect, erro
 		Detail: map[string]string{"effect": out, "link": name, "instance": v.Holder, "slot": v.describe()},
 		Undo: func(ctx context.Context) (map[string]string, error) {
 			d := map[string]string{"link": name}
-			if now, err := sl.Slot(ctx, f.Target); err == nil {
+			if now, err := sl.Slot(ctx, f.Target); err != nil {
+				d["slot_error"] = err.Error()
+			} else {
 				d["slot"] = now.describe()
 				switch {
 				case now.Holder != "" && now.Holder != v.Holder:

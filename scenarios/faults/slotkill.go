@@ -87,7 +87,9 @@ func (p *SlotKill) Apply(ctx context.Context, s System, f Fault) (Effect, error)
 		Detail: map[string]string{"effect": out, "instance": victim, "slot": v.describe()},
 		Undo: func(ctx context.Context) (map[string]string, error) {
 			d := map[string]string{"action": "restart", "instance": victim}
-			if now, err := sl.Slot(ctx, f.Target); err == nil {
+			if now, err := sl.Slot(ctx, f.Target); err != nil {
+				d["slot_error"] = err.Error()
+			} else {
 				d["slot"] = now.describe()
 				if p.Who == "holder" && now.Holder != "" && now.Holder != victim && slices.Contains(sl.Instances(f.Target), now.Holder) {
 					d["taken_over_by"] = now.Holder

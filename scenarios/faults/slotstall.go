@@ -53,7 +53,9 @@ func (*SlotStall) Apply(ctx context.Context, s System, f Fault) (Effect, error) 
 		Detail: map[string]string{"effect": out, "instance": v.Holder, "slot": v.describe()},
 		Undo: func(ctx context.Context) (map[string]string, error) {
 			d := map[string]string{"instance": v.Holder}
-			if now, err := sl.Slot(ctx, f.Target); err == nil {
+			if now, err := sl.Slot(ctx, f.Target); err != nil {
+				d["slot_error"] = err.Error()
+			} else {
 				d["slot"] = now.describe()
 				d["lag_grew_bytes"] = fmt.Sprint(now.LagBytes - v.LagBytes)
 			}
