@@ -20,7 +20,12 @@ import (
 // event_id is in the Kafka log. The observer then fills the column itself,
 // from a tail of the log read up to its end after the rows were read, so
 // every wait and snapshot that reads "published" works unchanged and a row
-// counts as published exactly when the log already had it.
+// counts as published exactly when the log already had it. It also fills
+// logRecords, how many records of the row the log holds (a relay that
+// streams a transaction again after a crash appends duplicates): the sum
+// over an outbox's rows grows whenever its relay publishes anything, new
+// or again, which is how a wait tells a relay working through a backlog of
+// duplicates from one that publishes nothing.
 
 // logTail follows every topic of the run from offset 0 and remembers the
 // event ids it has read.
@@ -28,13 +33,16 @@ type logTail struct {
 	brokers []string
 	topics  []string
 
-	mu   sync.Mutex
-	adm  *kadm.Client
-	admc *kgo.Client
-	cl   *kgo.Client
-	pos  map[partKey]int64 // next offset to read
-	seen map[string]bool
+	mu     sync.Mutex
+	adm    *kadm.Client
+	admc   *kgo.Client
+	cl     *kgo.Client
+	pos    map[partKey]int64 // next offset to read
+	copies map[string]int    // event id → records in the log
 }
+
+// logRecords is the column fillPublished adds: the row's records in the log.
+const logRecords = "log_records"
 
 // logMode reports whether q's rows are published once in the log.
 func logMode(q targets.Query) bool { return q.Published == targets.PublishedLog }
@@ -45,7 +53,7 @@ func withLogTail(t Target) (Target, func()) {
 	if t.tail != nil || !slices.ContainsFunc(t.Observe.Outbox, logMode) {
 		return t, func() {}
 	}
-	t.tail = &logTail{brokers: t.Brokers, topics: t.Topics, pos: map[partKey]int64{}, seen: map[string]bool{}}
+	t.tail = &logTail{brokers: t.Brokers, topics: t.Topics, pos: map[partKey]int64{}, copies: map[string]int{}}
 	return t, t.tail.close
 }
 
@@ -58,8 +66,9 @@ func logColumns(q targets.Query, cols []string) ([]string, bool) {
 	return slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return c == "published" }), true
 }
 
-// fillPublished sets every row's published column: its event_id is in the
-// log as it is now (read to its end after the rows were read).
+// fillPublished sets every row's published column (its event_id is in the
+// log as it is now, read to its end after the rows were read) and its
+// logRecords.
 func (t Target) fillPublished(ctx context.Context, q targets.Query, rows []row) error {
 	if t.tail == nil {
 		return fmt.Errorf("query %s: published comes from the log, but the observer follows no log", q.DB)
@@ -72,15 +81,21 @@ func (t Target) fillPublished(ctx context.Context, q targets.Query, rows []row) 
 		if err != nil {
 			return err
 		}
-		r["published"] = t.tail.has(id)
+		n := t.tail.records(id)
+		r["published"], r[logRecords] = n > 0, int64(n)
 	}
 	return nil
 }
 
-func (l *logTail) has(id string) bool {
+// records is how many records with event id id the log held at the last
+// sync.
+func (l *logTail) records(id string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return id != "" && l.seen[id]
+	if id == "" {
+		return 0
+	}
+	return l.copies[id]
 }
 
 func (l *logTail) close() {
@@ -172,7 +187,7 @@ func (l *logTail) sync(ctx context.Context) error {
 			if !r.Attrs.IsControl() {
 				for _, h := range r.Headers {
 					if h.Key == models.HeaderEventID {
-						l.seen[string(h.Value)] = true
+						l.copies[string(h.Value)]++
 					}
 				}
 			}
