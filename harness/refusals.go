@@ -9,17 +9,26 @@ import (
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 // refused is the run's error when the server refused the target something
-// for want of a setting (env.Refusals: the embedded cluster's log says so).
-// Such a run says nothing about the target, so it must not go on to a
-// verdict: a CDC relay whose slot could not be created leaves every saga
-// stuck and the run INVALID, for want of wal_level=logical in the
-// manifest. It is bad input (exit code 2), naming the settings. cause, if
-// not nil, is the error the stage failed with.
-func refused(e *env.Env, cause error) error {
-	rs := e.Refusals()
+// for want of a setting its manifest does not declare (env.Refusals: the
+// embedded cluster's log says so). Such a run says nothing about the
+// target, so it must not go on to a verdict: a CDC relay whose slot could
+// not be created leaves every saga stuck and the run INVALID, for want of
+// wal_level=logical in the manifest. It is bad input (exit code 2), naming
+// the settings. A setting the manifest declares was applied; a limit the
+// target then exceeds (more WAL senders than it declared) is its own
+// behaviour, judged by the run. cause, if not nil, is the error the stage
+// failed with.
+func refused(e *env.Env, m *targets.Manifest, cause error) error {
+	var rs []env.Refusal
+	for _, r := range e.Refusals() {
+		if m.PostgresSetting(r.Name) == "" {
+			rs = append(rs, r)
+		}
+	}
 	if len(rs) == 0 {
 		return cause
 	}
@@ -52,7 +61,7 @@ func (e errRefused) Error() string { return e.msg }
 // (refusalCause), so a target whose relay reports healthy while its slots
 // cannot be created fails within a fraction of a second of the first
 // attempt, not after the quiesce deadline. stop ends the watch.
-func watchRefusals(ctx context.Context, e *env.Env) (_ context.Context, stop func()) {
+func watchRefusals(ctx context.Context, e *env.Env, m *targets.Manifest) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -66,7 +75,7 @@ func watchRefusals(ctx context.Context, e *env.Env) (_ context.Context, stop fun
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := refused(e, nil); err != nil {
+				if err := refused(e, m, nil); err != nil {
 					cancel(err)
 					return
 				}

@@ -107,7 +107,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	l.cleanup(supervisor.OnAbort(func() { _ = e.Close() }))
 	l.cleanup(func() { _ = e.Close() })
-	ctx, stopWatch := watchRefusals(ctx, e)
+	ctx, stopWatch := watchRefusals(ctx, e, o.Manifest)
 	defer stopWatch()
 	w, err := world.Start(ctx, l.rec, o.Manifest.World, world.WithLogger(l.log))
 	if err != nil {
@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	tg, err := target.Start(ctx, target.Config{Manifest: o.Manifest, Env: e, World: w, Rec: l.rec, Log: l.log, Bin: bin, RunDir: dir.Path,
 		Mutant: o.Mutant, FailpointLog: dir.File(runstore.FailpointLog), HealthTimeout: o.HealthTimeout}, sc)
 	if err != nil {
-		return res, refused(e, err)
+		return res, refused(e, o.Manifest, err)
 	}
 	l.cleanup(tg.Close)
 	client, err := e.NewLink(scenarios.LinkName("client", o.Manifest.API.Process), tg.APIAddr())

@@ -45,21 +45,22 @@ func dropSlots(ctx context.Context, conn *pgx.Conn, db string) error {
 // never created), and a run that went on would end with every saga stuck
 // instead of saying why.
 type Refusal struct {
-	// Setting is what the target needs ("wal_level=logical",
-	// "max_replication_slots"), Line the first log line that said so and
-	// Count how many lines did.
+	// Name is the setting ("wal_level"), Setting what the target needs of
+	// it ("wal_level=logical", "max_replication_slots (more)"), Line the
+	// first log line that said so and Count how many lines did.
+	Name    string
 	Setting string
 	Line    string
 	Count   int
 }
 
 // refusalPatterns map a server error to the setting it wants.
-var refusalPatterns = []struct{ substr, setting string }{
-	{"logical decoding requires wal_level >= logical", "wal_level=logical"},
-	{"replication slots can only be used if max_replication_slots > 0", "max_replication_slots (more than 0)"},
-	{"all replication slots are in use", "max_replication_slots (more)"},
-	{"number of requested standby connections exceeds max_wal_senders", "max_wal_senders (more)"},
-	{"prepared transactions are disabled", "max_prepared_transactions (more than 0)"},
+var refusalPatterns = []struct{ substr, name, setting string }{
+	{"logical decoding requires wal_level >= logical", "wal_level", "wal_level=logical"},
+	{"replication slots can only be used if max_replication_slots > 0", "max_replication_slots", "max_replication_slots (more than 0)"},
+	{"all replication slots are in use", "max_replication_slots", "max_replication_slots (more)"},
+	{"number of requested standby connections exceeds max_wal_senders", "max_wal_senders", "max_wal_senders (more)"},
+	{"prepared transactions are disabled", "max_prepared_transactions", "max_prepared_transactions (more than 0)"},
 }
 
 // Refusals reads the server log (the embedded cluster's; nil for servers
@@ -93,7 +94,7 @@ func parseRefusals(log string) []Refusal {
 				continue
 			}
 			idx[p.setting] = len(out)
-			out = append(out, Refusal{Setting: p.setting, Line: strings.TrimSpace(line), Count: 1})
+			out = append(out, Refusal{Name: p.name, Setting: p.setting, Line: strings.TrimSpace(line), Count: 1})
 		}
 	}
 	return out
