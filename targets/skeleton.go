@@ -78,6 +78,10 @@ func skeleton(name string) node {
 				strs("go", "build", "-o", bin, "./cmd/"+name)))),
 		f("databases", "PostgreSQL databases the harness creates empty for every run, one per service that owns data\n"+
 			"(your service creates its tables): orders and stock each keep their own, outbox included.", strs("orders", "stock")),
+		f("postgres", "Optional: what your service needs of the PostgreSQL server. Every provider applies it (the\n"+
+			"embedded cluster starts with it); an external server without it is refused (exit 2).",
+			obj(f("settings", "Server settings by name. A CDC relay needs {\"wal_level\": \"logical\"} and enough\n"+
+				"max_replication_slots and max_wal_senders; an integer max_* value is a minimum.", obj()))),
 		f("topics", "Kafka topics the harness creates for every run: here one per service that publishes.",
 			arr(obj(
 				f("name", "Processes learn the name a run gives it from {{topic:NAME}} (real brokers get a prefix).", str("orders")),
@@ -151,6 +155,8 @@ func skeleton(name string) node {
 						f("LISTEN_ADDR", "", str("{{listen}}")))),
 					f("health", "", str("/healthz")),
 					f("depends", "", strs("postgres", "kafka")),
+					f("slots", "A CDC relay (logical replication, as Debezium does) lists its slots, [{\"db\": \"orders\"}]: the\n"+
+						"harness samples them and aims CDC faults at their holder (application_name = instance). Polling: none.", arr()),
 				),
 			)),
 		f("api", "Which process the workload's clients call (through the link client→PROCESS).",
@@ -164,7 +170,9 @@ func skeleton(name string) node {
 						f("db", "One of databases.", str("orders")),
 						f("sql", "seq may be left out with \"seq\": \"outbox\".", str(outbox)),
 						f("complete", "Your promise that no row it returns is deleted during a run (retention longer than a\n"+
-							"run): only then is a missing row evidence of a lost or phantom event.", yes())),
+							"run): only then is a missing row evidence of a lost or phantom event.", yes()),
+						f("published", "column: the query's published column. log: none; a row is published once its event_id\n"+
+							"is in the Kafka log (a CDC relay, which never writes to its outbox).", str("column"))),
 						obj(f("db", "", str("stock")), f("sql", "", str(outbox)), f("complete", "", yes())))),
 				f("applied", "One query per consumer database (its inbox): consumer, event_id, aggregate_id, source, type,\n"+
 					"seq (optional) and position, which orders one consumer's applications.",
