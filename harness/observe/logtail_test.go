@@ -23,7 +23,7 @@ func TestLogModeFillsPublishedFromTheLog(t *testing.T) {
 	tg, done := withLogTail(Target{DSN: e.DirectDSN, Brokers: c.ListenAddrs(), Topics: []string{"orders"}, Observe: targets.Observe{Outbox: []targets.Query{q}}, Logger: quiet})
 	defer done()
 	read := func() map[string][2]int64 {
-		rows, err := query(context.Background(), tg, q, "event_id", "published")
+		rows, err := query(context.Background(), tg, q, nil, "event_id", "published")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestLogModeFillsPublishedFromTheLog(t *testing.T) {
 		t.Fatalf("after e-2 was published: %v", got)
 	}
 	// a column-mode query still needs its column
-	if _, err := query(context.Background(), tg, targets.Query{DB: "orders", SQL: q.SQL}, "event_id", "published"); err == nil {
+	if _, err := query(context.Background(), tg, targets.Query{DB: "orders", SQL: q.SQL}, nil, "event_id", "published"); err == nil {
 		t.Fatal("a column-mode query without a published column was accepted")
 	}
 }
