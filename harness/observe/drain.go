@@ -22,9 +22,12 @@ const settleTime = 500 * time.Millisecond
 //     late duplicate command can still make a service write a row;
 //   - or every unpublished row is proven stuck: it stayed unpublished
 //     through the settle window with its outbox idle (no row added,
-//     published or deleted) and every relay healthy — a correct relay
-//     publishes a row within a few polls, and one working through a
-//     backlog changes the outbox;
+//     published or deleted, and for an outbox published in the log no
+//     record of its rows appended) and every relay healthy — a correct
+//     relay publishes a row within a few polls, and one working through a
+//     backlog changes the outbox (a CDC relay re-streaming from its slot's
+//     confirmed position after a crash grows the log with duplicates
+//     before it reaches the pending rows);
 //   - or the bound (DrainWait, at least twice the settle window) passes.
 //
 // It records one FOutboxDrain op per outbox: what it saw (each pending
@@ -45,7 +48,7 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 	}
 	type dbState struct {
 		d       models.OutboxDrain
-		sig     [3]int64 // rows, published, sum of ids
+		sig     [4]int64 // rows, published, sum of ids, records in the log (log mode)
 		pending map[string]*pend
 		order   []string
 		pub     map[string]bool
@@ -76,7 +79,7 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 			}
 			s.d.Error = ""
 			pub := map[string]bool{}
-			var sig [3]int64
+			var sig [4]int64
 			for _, p := range s.pending {
 				p.alive = false
 			}
@@ -90,6 +93,12 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 				}
 				sig[0]++
 				sig[2] += id
+				if logMode(q) {
+					// a CDC relay streaming a backlog again after a crash
+					// appends duplicates of published rows: the outbox
+					// is not idle while the log grows
+					sig[3] += d.int(logRecords)
+				}
 				if published {
 					sig[1]++
 					pub[ev] = true

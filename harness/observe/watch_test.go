@@ -90,6 +90,42 @@ func TestDrainWatch(t *testing.T) {
 			t.Fatalf("stopped after %v, before its bound, without a proof", time.Duration(d.ToT-d.FromT))
 		}
 	})
+	t.Run("a CDC outbox is not idle while its relay appends duplicates to the log", func(t *testing.T) {
+		// published: log — e-1 is in the log, e-2 is not. Before each of
+		// the watch's first polls the "relay" streams e-1 again (what a
+		// CDC relay does after a crash, from its slot's confirmed
+		// position): the outbox table never changes, the log does.
+		exec(t, e.DirectDSN("orders"), `DROP TABLE IF EXISTS cdc_watch_outbox`,
+			`CREATE TABLE cdc_watch_outbox (id bigserial PRIMARY KEY, event_id text, aggregate_id text, seq bigint, type text, topic text)`,
+			`INSERT INTO cdc_watch_outbox (event_id, aggregate_id, seq, type, topic) VALUES ('e-1', 'o-1', 1, 'T', 'orders'), ('e-2', 'o-1', 2, 'T', 'orders')`)
+		q := targets.Query{DB: "orders", SQL: `SELECT id, event_id, aggregate_id, seq, type, topic FROM cdc_watch_outbox ORDER BY id`, Complete: true, Published: targets.PublishedLog}
+		c := newCluster(t, 1, "orders")
+		cl := producer(t, c.ListenAddrs())
+		produce(t, cl, envelope("orders", 0, "o-1", "T", "e-1", "1", `{}`))
+		rec := newRecorder(t)
+		const streamed = 8
+		var polls int
+		var lastDup int64
+		dsn := func(db string) string {
+			if polls++; polls <= streamed {
+				produce(t, cl, envelope("orders", 0, "o-1", "T", "e-1", "1", `{}`))
+				lastDup = historyT(rec)
+			}
+			return e.DirectDSN(db)
+		}
+		tg, done := withLogTail(Target{DSN: dsn, Brokers: c.ListenAddrs(), Topics: []string{"orders"}, Observe: targets.Observe{Outbox: []targets.Query{q}}, Settle: 300 * time.Millisecond, DrainWait: time.Minute, Logger: quiet})
+		defer done()
+		drainWatch(context.Background(), rec, tg)
+		d := drainOp(t, rec)
+		if polls <= streamed || d.Drained || len(d.Pending) != 1 || d.Pending[0].EventID != "e-2" {
+			t.Fatalf("after %d polls: drain %+v", polls, d)
+		}
+		// idle only since the log stopped growing: the proof's window
+		// starts after the last duplicate
+		if d.IdleSinceT < lastDup {
+			t.Fatalf("idle since %v, but the log grew at %v", time.Duration(d.IdleSinceT), time.Duration(lastDup))
+		}
+	})
 	t.Run("a row published during the watch drains it", func(t *testing.T) {
 		q := watchOutbox(t, [3]any{"e-2", "o-1", false})
 		go func() {
