@@ -33,7 +33,10 @@ import (
 // outbox rows — over W = [max(its last change, the watch's start, heal,
 // the time since which every component was healthy), the last check] with
 // |W| ≥ StuckAfterMS (k step timeouts) is stuck → invalid ("stuck"); else
-// unknown. The same proof also flags, on a wait that ran to its deadline,
+// unknown. Rows written for it that the stage saw were never published
+// (SagaWatch.Unpublished: the Kafka log did not grow for a settle window
+// or more, every component healthy) are no action: its owner's re-sends
+// reached no one, and its last change is the log's last growth. The same proof also flags, on a wait that ran to its deadline,
 // nothing the deadline rule would not.
 //
 // Terminal event ("missing-terminal-event"): an order whose final status
@@ -191,5 +194,9 @@ func (ix *Index) provenStuck(q *models.Quiesce, w *models.SagaWatch) (string, []
 	}
 	msg := fmt.Sprintf("order %s (trail %s) unchanged for %s after heal with every component healthy and no outbox row written for it — %d step timeouts of %s: its owner never acted on it",
 		w.Status, trail, dur(win), q.StuckAfterMS/q.StepTimeoutMS, dur(q.StepTimeoutMS*1e6))
+	if w.Unpublished {
+		msg = fmt.Sprintf("order %s (trail %s) unchanged for %s after heal with every component healthy — %d step timeouts of %s — and the outbox rows written for it since were never published: nothing reached the Kafka log in that window, so its owner's re-sends reached no one (a relay that publishes nothing)",
+			w.Status, trail, dur(win), q.StuckAfterMS/q.StepTimeoutMS, dur(q.StepTimeoutMS*1e6))
+	}
 	return msg, append([]int64{ix.QuiesceOp, ix.HealedOp}, ev...), true
 }

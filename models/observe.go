@@ -116,4 +116,10 @@ type SagaWatch struct {
 	// outbox) at the last check.
 	Rows  int64 `json:"rows"`
 	MaxID int64 `json:"max_id,omitempty"`
+	// Unpublished: the saga's rows did change after ChangedT, but every
+	// row first seen since was unpublished — the Kafka log did not grow
+	// from ChangedT to the last check, a settle window or more with every
+	// component healthy — so its owner's re-sends reached no one (a relay
+	// that publishes nothing) and ChangedT is the log's last growth.
+	Unpublished bool `json:"unpublished,omitempty"`
 }

@@ -349,6 +349,7 @@ func Quiesce(ctx context.Context, rec *models.Recorder, t Target, deadline, poll
 		lastErr error
 		w       = newSagaWatch(rec, t)
 	)
+	defer w.close()
 	for {
 		sagas, _, err := listSagas(dctx, t)
 		if err == nil {

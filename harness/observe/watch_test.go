@@ -185,6 +185,52 @@ func TestQuiesceProvesStuckSagas(t *testing.T) {
 			t.Fatalf("quiesce %+v: stopped early on a saga that kept changing", got)
 		}
 	})
+	// An owner that re-sends at every row check of the watch (the DSN the
+	// watch's outbox query connects with writes the row first): when the
+	// relay publishes each re-send (the log grows), the saga is not stuck;
+	// when it publishes nothing, healthy all along, the re-sends are no
+	// action and the saga is proven stuck.
+	resend := func(t *testing.T, publish bool) models.Quiesce {
+		q := watchOutbox(t, [3]any{"e-1", "o-1", true})
+		c := newCluster(t, 1, "orders")
+		cl := producer(t, c.ListenAddrs())
+		produce(t, cl, envelope("orders", 0, "o-1", "T", "e-1", "1", `{}`))
+		n := 0
+		dsn := func(db string) string {
+			n++
+			exec(t, e.DirectDSN("orders"), fmt.Sprintf(`INSERT INTO watch_outbox (event_id, aggregate_id, seq, type, topic, published) VALUES ('r-%d', 'o-1', %d, 'T', 'orders', %v)`, n, n+1, publish))
+			if publish {
+				produce(t, cl, envelope("orders", 0, "o-1", "T", fmt.Sprintf("r-%d", n), fmt.Sprint(n+1), `{}`))
+			}
+			return e.DirectDSN(db)
+		}
+		rec := newRecorder(t)
+		tg := Target{APIURL: pending.URL, DSN: dsn, Brokers: c.ListenAddrs(), Topics: []string{"orders"},
+			Observe: targets.Observe{Outbox: []targets.Query{q}}, Workload: orderDomain.Workload, Saga: &spec, Settle: 200 * time.Millisecond, Logger: quiet}
+		deadline := time.Minute // only a proof can end the stuck case early
+		if publish {
+			deadline = 1500 * time.Millisecond
+		}
+		got, err := Quiesce(context.Background(), rec, tg, deadline, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	t.Run("a saga whose re-sends are published is not stuck", func(t *testing.T) {
+		if got := resend(t, true); got.EarlyStop || len(got.Sagas) != 1 || got.Sagas[0].Unpublished {
+			t.Fatalf("quiesce %+v: stopped early on a saga whose re-sends reach the log", got)
+		}
+	})
+	t.Run("a saga whose re-sends a healthy relay never publishes is proven stuck", func(t *testing.T) {
+		got := resend(t, false)
+		if !got.EarlyStop || len(got.Sagas) != 1 || !got.Sagas[0].Unpublished || got.Sagas[0].Rows < 2 {
+			t.Fatalf("quiesce %+v", got)
+		}
+		if got.CheckedT-max(got.Sagas[0].ChangedT, got.FromT) < 300e6 {
+			t.Fatalf("quiesce %+v: window shorter than k step timeouts", got)
+		}
+	})
 	t.Run("a component that exited is no proof", func(t *testing.T) {
 		q := watchOutbox(t, [3]any{"e-1", "o-1", true})
 		rec := newRecorder(t)
