@@ -21,7 +21,10 @@ import (
 //
 // The outbox being idle is part of the proof: a relay working through a
 // backlog publishes other rows and changes the outbox, and a row behind
-// the backlog is not stuck. A row whose record is in the log was
+// the backlog is not stuck. Idle is no row published or deleted (nor, for
+// an outbox published in the log, a record of its rows appended): a row
+// added is no relay's progress, so an owner re-sending into a relay that
+// publishes nothing does not hide it. A row whose record is in the log was
 // delivered (its mark lags) and is never flagged. The relays are the
 // target op's; without it, every component must be healthy. Unknown when
 // the window is shorter than the settle window (saying which relay was

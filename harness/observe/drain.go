@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/sagachaos/sagachaos/checkers"
@@ -21,13 +22,15 @@ const settleTime = 500 * time.Millisecond
 //     new row, for settleTime: terminal sagas are not an idle target, a
 //     late duplicate command can still make a service write a row;
 //   - or every unpublished row is proven stuck: it stayed unpublished
-//     through the settle window with its outbox idle (no row added,
-//     published or deleted, and for an outbox published in the log no
-//     record of its rows appended) and every relay healthy — a correct
-//     relay publishes a row within a few polls, and one working through a
-//     backlog changes the outbox (a CDC relay re-streaming from its slot's
-//     confirmed position after a crash grows the log with duplicates
-//     before it reaches the pending rows);
+//     through the settle window with its outbox idle (no row published or
+//     deleted, and for an outbox published in the log no record of its
+//     rows appended) and every relay healthy — a correct relay publishes a
+//     row within a few polls, and one working through a backlog changes
+//     the outbox (a CDC relay re-streaming from its slot's confirmed
+//     position after a crash grows the log with duplicates before it
+//     reaches the pending rows). A row added is no relay's progress: an
+//     owner re-sending into a relay that publishes nothing must not hide
+//     it, and the new row is judged from its own first sighting;
 //   - or the bound (DrainWait, at least twice the settle window) passes.
 //
 // It records one FOutboxDrain op per outbox: what it saw (each pending
@@ -47,17 +50,21 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 		alive bool
 	}
 	type dbState struct {
-		d       models.OutboxDrain
-		sig     [4]int64 // rows, published, sum of ids, records in the log (log mode)
-		pending map[string]*pend
-		order   []string
-		pub     map[string]bool
-		stable  time.Time // since when drained with no new row
+		d   models.OutboxDrain
+		sig [4]int64 // rows, published, sum of ids, records in the log (log mode)
+		// progress is what a relay changes: rows published, rows gone
+		// (of the ids ever seen) and records in the log (log mode)
+		progress [3]int64
+		seen     map[int64]bool
+		pending  map[string]*pend
+		order    []string
+		pub      map[string]bool
+		stable   time.Time // since when drained with no new row
 	}
 	states := make([]*dbState, len(t.Observe.Outbox))
 	fromT := historyT(rec)
 	for i, q := range t.Observe.Outbox {
-		states[i] = &dbState{d: models.OutboxDrain{DB: q.DB, SettleMS: settle.Milliseconds(), FromT: fromT, IdleSinceT: -1}, pending: map[string]*pend{}}
+		states[i] = &dbState{d: models.OutboxDrain{DB: q.DB, SettleMS: settle.Milliseconds(), FromT: fromT, IdleSinceT: -1}, pending: map[string]*pend{}, seen: map[int64]bool{}}
 	}
 	var relays []string
 	if t.Decl != nil && len(t.Decl.Relays) > 0 {
@@ -84,6 +91,7 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 				p.alive = false
 			}
 			bad := false
+			ids := make(map[int64]bool, len(rows))
 			for _, r := range rows {
 				d := decoder{r: r}
 				id, ev, agg, typ, published := d.int("id"), d.str("event_id"), d.str("aggregate_id"), d.str("type"), d.bool("published")
@@ -93,6 +101,7 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 				}
 				sig[0]++
 				sig[2] += id
+				ids[id] = true
 				if logMode(q) {
 					// a CDC relay streaming a backlog again after a crash
 					// appends duplicates of published rows: the outbox
@@ -119,9 +128,19 @@ func drainWatch(ctx context.Context, rec *models.Recorder, t Target) map[string]
 			}
 			s.d.Polls++
 			s.pub = pub
-			if sig != s.sig || s.d.IdleSinceT < 0 {
-				s.sig, s.d.IdleSinceT = sig, now
-				s.stable = time.Now()
+			var gone int64
+			for id := range s.seen {
+				if !ids[id] {
+					gone++
+				}
+			}
+			maps.Copy(s.seen, ids)
+			progress := [3]int64{sig[1], gone, sig[3]}
+			if sig != s.sig {
+				s.sig, s.stable = sig, time.Now()
+			}
+			if progress != s.progress || s.d.IdleSinceT < 0 {
+				s.progress, s.d.IdleSinceT = progress, now
 			}
 			live := s.order[:0]
 			for _, ev := range s.order {

@@ -126,6 +126,28 @@ func TestDrainWatch(t *testing.T) {
 			t.Fatalf("idle since %v, but the log grew at %v", time.Duration(d.IdleSinceT), time.Duration(lastDup))
 		}
 	})
+	t.Run("rows added while nothing is published do not make the outbox busy", func(t *testing.T) {
+		// an owner re-sending into a relay that publishes nothing: a new
+		// unpublished row before every poll, no row ever published
+		q := watchOutbox(t, [3]any{"e-1", "o-1", true}, [3]any{"e-2", "o-1", false})
+		n := 0
+		dsn := func(db string) string {
+			n++
+			exec(t, e.DirectDSN("orders"), fmt.Sprintf(`INSERT INTO watch_outbox (event_id, aggregate_id, seq, type, topic, published) VALUES ('r-%d', 'o-1', %d, 'T', 'orders', false)`, n, n+2))
+			return e.DirectDSN(db)
+		}
+		rec := newRecorder(t)
+		settle := 300 * time.Millisecond
+		drainWatch(context.Background(), rec, Target{DSN: dsn, Observe: targets.Observe{Outbox: []targets.Query{q}}, Settle: settle, DrainWait: 1500 * time.Millisecond, Logger: quiet})
+		d := drainOp(t, rec)
+		if d.Drained || len(d.Pending) < 2 || d.Pending[0].EventID != "e-2" {
+			t.Fatalf("drain %+v", d)
+		}
+		// idle since the first poll: e-2's window is the whole watch
+		if d.IdleSinceT > d.Pending[0].FirstSeenT || d.ToT-max(d.IdleSinceT, d.Pending[0].FirstSeenT) < int64(settle) {
+			t.Fatalf("drain %+v: the added rows counted as the relay's progress", d)
+		}
+	})
 	t.Run("a row published during the watch drains it", func(t *testing.T) {
 		q := watchOutbox(t, [3]any{"e-2", "o-1", false})
 		go func() {
