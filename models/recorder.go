@@ -24,6 +24,17 @@ type Recorder struct {
 	err   error
 	buf   []byte
 	sum   hash.Hash // of every byte written, for History.Digest
+	subs  []*subscription
+}
+
+type subscription struct {
+	fn func(Op)
+	// mu guards next (the index of the next op fn has not seen), running
+	// (a goroutine is delivering to fn) and done.
+	mu      sync.Mutex
+	next    int64
+	running bool
+	done    bool
 }
 
 // NewRecorder writes the header to w and returns a recorder whose op times
@@ -70,7 +81,73 @@ func (r *Recorder) Record(proc string, typ OpType, f, order string, value any) O
 		raw = b
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	op := r.append(proc, typ, f, order, raw)
+	subs := r.subs
+	r.mu.Unlock()
+	for _, s := range subs {
+		r.deliver(s)
+	}
+	return op
+}
+
+// Subscribe calls fn with every op recorded from now on, in index order,
+// one at a time, outside the recorder's lock (fn may record ops itself;
+// they are delivered to fn after the current call returns). Deliveries
+// happen on the goroutines that record, so fn must be quick and must not
+// block. The returned cancel stops deliveries; it is idempotent.
+func (r *Recorder) Subscribe(fn func(Op)) (cancel func()) {
+	r.mu.Lock()
+	s := &subscription{fn: fn, next: int64(len(r.ops))}
+	r.subs = append(r.subs[:len(r.subs):len(r.subs)], s)
+	r.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.done = true
+		s.mu.Unlock()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		kept := make([]*subscription, 0, len(r.subs))
+		for _, x := range r.subs {
+			if x != s {
+				kept = append(kept, x)
+			}
+		}
+		r.subs = kept
+	}
+}
+
+// deliver hands s every op it has not seen yet. One goroutine at a time
+// delivers to a subscription; an op recorded while it does (by another
+// goroutine, or by fn itself) is delivered by that same loop, never lost
+// and never delivered twice: the loop decides it is done while holding
+// r.mu, so an op appended after that finds running false and delivers
+// itself.
+func (r *Recorder) deliver(s *subscription) {
+	s.mu.Lock()
+	if s.running || s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	for {
+		r.mu.Lock()
+		s.mu.Lock()
+		if s.done || s.next >= int64(len(r.ops)) {
+			s.running = false
+			s.mu.Unlock()
+			r.mu.Unlock()
+			return
+		}
+		op := r.ops[s.next]
+		s.next++
+		s.mu.Unlock()
+		r.mu.Unlock()
+		s.fn(op)
+	}
+}
+
+func (r *Recorder) append(proc string, typ OpType, f, order string, raw json.RawMessage) Op {
 	op := Op{I: int64(len(r.ops)), T: int64(time.Since(r.start)), Proc: proc, Type: typ, F: f, Order: order, Value: raw}
 	r.ops = append(r.ops, op)
 	if r.w != nil && r.err == nil {
