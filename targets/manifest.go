@@ -146,7 +146,18 @@ type Failpoint struct {
 	Name        string `json:"name"`
 	Component   string `json:"component"`
 	Description string `json:"description,omitempty"`
+	// Kind is "" (or "failpoint") for a point that can be armed, or
+	// KindMarker for a reachability marker on a branch of the code: the
+	// component logs reaching it (docs/target-contract.md) and it cannot
+	// be armed.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindMarker is the Kind of a reachability marker.
+const KindMarker = "marker"
+
+// IsMarker reports whether f is a reachability marker.
+func (f Failpoint) IsMarker() bool { return f.Kind == KindMarker }
 
 // Mutant is one planted bug.
 type Mutant struct {

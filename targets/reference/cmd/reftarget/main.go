@@ -52,7 +52,7 @@ func main() {
 	if os.Args[1] == "--list-failpoints" {
 		out := make([]targets.Failpoint, 0, len(failpoint.Catalogue))
 		for _, p := range failpoint.Catalogue {
-			out = append(out, targets.Failpoint{Name: p.Name, Component: p.Component, Description: p.Description})
+			out = append(out, targets.Failpoint{Name: p.Name, Component: p.Component, Description: p.Description, Kind: p.Kind})
 		}
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -195,13 +195,13 @@ func run(ctx context.Context, component string) error {
 			}
 		}
 	case "payment":
-		s := &payment.Service{DB: pool, Log: c.log, Gateway: world.New(worldURL, worldTimeout, c.log)}
+		s := &payment.Service{DB: pool, Log: c.log, Gateway: marked(world.New(worldURL, worldTimeout, c.log), "payment.gateway-unknown")}
 		schema, cc.Topics, cc.Types, cc.Handler = payment.Schema, []string{msg.TopicOrders}, payment.Types, s.Handle
 	case "delivery":
-		s := &delivery.Service{DB: pool, Log: c.log, Carrier: world.New(worldURL, worldTimeout, c.log)}
+		s := &delivery.Service{DB: pool, Log: c.log, Carrier: marked(world.New(worldURL, worldTimeout, c.log), "delivery.carrier-unknown")}
 		schema, cc.Topics, cc.Types, cc.Handler = delivery.Schema, []string{msg.TopicOrders}, delivery.Types, s.Handle
 	case "orders":
-		s := &orders.Service{DB: pool, Log: c.log, StepTimeout: c.stepTimeout, Mailer: world.New(worldURL, worldTimeout, c.log)}
+		s := &orders.Service{DB: pool, Log: c.log, StepTimeout: c.stepTimeout, Mailer: marked(world.New(worldURL, worldTimeout, c.log), "orders.email-retry")}
 		schema = orders.Schema
 		cc.Topics, cc.Types, cc.Handler = []string{msg.TopicInventory, msg.TopicPayment, msg.TopicDelivery}, orders.Types, s.Handle
 		s.Routes(mux)
@@ -299,4 +299,10 @@ func runRelay(ctx context.Context, c *common) error {
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// marked sets the marker a world client reports on an ambiguous answer.
+func marked(c *world.Client, marker string) *world.Client {
+	c.Marker = marker
+	return c
 }

@@ -51,12 +51,18 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 		return nil
 	}
 	if seen, err := consumer.Seen(ctx, s.DB, Name, e); err != nil || seen {
+		if seen {
+			failpoint.Reached("delivery.redelivered")
+		}
 		return err
 	}
 	var shipID string
 	err := s.DB.QueryRow(ctx, `SELECT shipment_id FROM shipments WHERE order_id = $1`, p.OrderID).Scan(&shipID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("load shipment %s: %w", p.OrderID, err)
+	}
+	if shipID != "" {
+		failpoint.Reached("delivery.already-booked")
 	}
 	if shipID == "" {
 		a, err := s.Carrier.Call(ctx, "/shipments", "ship:"+p.OrderID, map[string]any{"order_id": p.OrderID, "items": p.Items})
@@ -79,6 +85,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	fresh, err := consumer.Claim(ctx, tx, Name, e)
 	if err != nil || !fresh {
 		if err == nil {
+			failpoint.Reached("delivery.redelivered")
 			err = tx.Commit(ctx)
 		}
 		return err

@@ -9,8 +9,18 @@
 // time it is reached, one per firing). A point may be listed more than once
 // ("p=crash@3;p=crash@6"): each entry fires on its own hit.
 //
-// When nothing is armed and no log is configured, Inject costs one atomic
-// load, so the points can stay in production code paths.
+// A marker (Kind "marker") is a reachability assertion on a branch of the
+// saga (a step timing out in a given state, a decline after a timeout, a
+// redelivered message, a compensation re-sent …), like Antithesis's
+// Reachable: the code calls Reached(name) on the branch, which writes a
+// line to the log the first time and then at most one line per
+// markerEvery while the branch keeps being taken, with the hit count so
+// far. A marker cannot be armed. The harness reports which branches were
+// reached while a fault was active (the branch × fault matrix) and can aim
+// a fault at the moment a branch is taken.
+//
+// When nothing is armed and no log is configured, Inject and Reached cost
+// one atomic load, so the points can stay in production code paths.
 package failpoint
 
 import (
@@ -36,26 +46,68 @@ type Point struct {
 	Name        string `json:"name"`
 	Component   string `json:"component"`
 	Description string `json:"description"`
+	// Kind is "" for a failpoint (Inject: can be armed) or KindMarker.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindMarker is the Kind of a reachability marker.
+const KindMarker = "marker"
+
+// markerEvery thins a marker's log lines: after the first, at most one
+// line per interval while the branch keeps being taken.
+const markerEvery = 250 * time.Millisecond
 
 // Catalogue lists every failpoint the reference target declares. The
 // harness reads it through `reftarget --list-failpoints`; a name not listed
 // here cannot be armed.
 var Catalogue = []Point{
-	{"relay.after-select", "relay", "rows selected and locked FOR UPDATE, nothing produced yet"},
-	{"relay.after-publish", "relay", "broker acknowledged the batch, rows not yet marked published"},
-	{"relay.after-mark", "relay", "rows marked published and committed"},
-	{"relay.before-cleanup", "relay", "retention cleanup about to delete old published rows"},
-	{"orders.after-create", "orders", "order, saga state and first command committed, HTTP reply not yet sent"},
-	{"orders.after-state-save", "orders", "saga state saved with its next command in the outbox, reply offset not yet committed"},
-	{"orders.after-timeout-save", "orders", "step timeout handled and saved, nothing else done"},
-	{"orders.after-email", "orders", "mailer accepted the confirmation e-mail, order not yet APPROVED locally"},
-	{"inventory.after-apply-before-commit", "inventory", "stock changed inside the transaction, not yet committed"},
-	{"inventory.after-commit", "inventory", "stock change committed, offset not yet committed"},
-	{"payment.after-charge", "payment", "gateway charged (or declined), local result not yet committed"},
-	{"payment.after-commit", "payment", "payment result committed, offset not yet committed"},
-	{"delivery.after-ship", "delivery", "carrier booked the shipment, local record not yet committed"},
-	{"delivery.after-commit", "delivery", "shipment record committed, offset not yet committed"},
+	{"relay.after-select", "relay", "rows selected and locked FOR UPDATE, nothing produced yet", ""},
+	{"relay.after-publish", "relay", "broker acknowledged the batch, rows not yet marked published", ""},
+	{"relay.after-mark", "relay", "rows marked published and committed", ""},
+	{"relay.before-cleanup", "relay", "retention cleanup about to delete old published rows", ""},
+	{"orders.after-create", "orders", "order, saga state and first command committed, HTTP reply not yet sent", ""},
+	{"orders.after-state-save", "orders", "saga state saved with its next command in the outbox, reply offset not yet committed", ""},
+	{"orders.after-timeout-save", "orders", "step timeout handled and saved, nothing else done", ""},
+	{"orders.after-email", "orders", "mailer accepted the confirmation e-mail, order not yet APPROVED locally", ""},
+	{"inventory.after-apply-before-commit", "inventory", "stock changed inside the transaction, not yet committed", ""},
+	{"inventory.after-commit", "inventory", "stock change committed, offset not yet committed", ""},
+	{"payment.after-charge", "payment", "gateway charged (or declined), local result not yet committed", ""},
+	{"payment.after-commit", "payment", "payment result committed, offset not yet committed", ""},
+	{"delivery.after-ship", "delivery", "carrier booked the shipment, local record not yet committed", ""},
+	{"delivery.after-commit", "delivery", "shipment record committed, offset not yet committed", ""},
+
+	// Markers: the saga's branches (Reached), one per way a step can go.
+	marker("orders.timeout.reserving", "orders", "RESERVING timed out: stock is released (with a tombstone if it was never reserved)"),
+	marker("orders.timeout.charging", "orders", "CHARGING timed out: CancelCharge sent (the charge may have happened)"),
+	marker("orders.timeout.cancelling-charge", "orders", "CANCELLING_CHARGE timed out: CancelCharge re-sent (a compensation retried)"),
+	marker("orders.timeout.releasing", "orders", "RELEASING timed out: ReleaseStock re-sent (a compensation retried)"),
+	marker("orders.timeout.delivering", "orders", "DELIVERING timed out: ScheduleDelivery re-sent (a retriable step after the pivot)"),
+	marker("orders.out-of-stock", "orders", "StockReserveFailed: the order is cancelled without compensation"),
+	marker("orders.declined", "orders", "PaymentDeclined while CHARGING: stock released"),
+	marker("orders.declined-after-timeout", "orders", "PaymentDeclined or PaymentCancelled while CANCELLING_CHARGE: a decline after a timeout"),
+	marker("orders.charged-after-timeout", "orders", "PaymentCharged while CANCELLING_CHARGE: the charge won, the saga goes forward"),
+	marker("orders.release-unreserved", "orders", "StockNotReserved while RELEASING: nothing was held"),
+	marker("orders.late-reply", "orders", "a reply for a saga that moved on, ignored"),
+	marker("orders.replayed-create", "orders", "POST /orders answered from the idempotency key (a repeat or a concurrent duplicate)"),
+	marker("orders.email-retry", "orders", "a confirmation e-mail call failed or timed out: asked again with its key"),
+	marker("orders.redelivered", "orders", "a reply already applied (inbox) arrived again"),
+	marker("inventory.out-of-stock", "inventory", "a reservation refused: not enough stock"),
+	marker("inventory.release-again", "inventory", "ReleaseStock for a released order: answered again, nothing changed"),
+	marker("inventory.release-unreserved", "inventory", "ReleaseStock for a failed reservation: answered not reserved"),
+	marker("inventory.redelivered", "inventory", "a command already applied (inbox) arrived again"),
+	marker("payment.declined", "payment", "the gateway declined the card"),
+	marker("payment.gateway-unknown", "payment", "a gateway call failed or timed out: asked again with its key"),
+	marker("payment.cancel-decided", "payment", "CancelCharge for an order already decided: the decision is answered again"),
+	marker("payment.redelivered", "payment", "a command already applied (inbox) arrived again"),
+	marker("delivery.carrier-unknown", "delivery", "a carrier call failed or timed out: asked again with its key"),
+	marker("delivery.already-booked", "delivery", "ScheduleDelivery for a booked order (re-sent after a timeout): answered from the local record"),
+	marker("delivery.redelivered", "delivery", "a command already applied (inbox) arrived again"),
+	marker("relay.mark-failed", "relay", "the broker acked a batch but marking it failed (an error, a lost database): it is published again (duplicates)"),
+	marker("relay.aggregate-skipped", "relay", "an aggregate's lock was held by another relay: skipped this poll"),
+}
+
+func marker(name, component, description string) Point {
+	return Point{Name: name, Component: component, Description: description, Kind: KindMarker}
 }
 
 type action struct {
@@ -65,8 +117,11 @@ type action struct {
 }
 
 type point struct {
+	marker  bool
 	hits    atomic.Int64
 	reached atomic.Bool
+	// last is when a marker last wrote a line (unix nanoseconds).
+	last atomic.Int64
 	// acts are the armed actions, in the order SAGACHAOS_FAILPOINTS lists
 	// them: a point may be armed more than once (two faults on one point,
 	// each on its own hit); on a hit the first action for it fires.
@@ -83,7 +138,7 @@ var (
 
 func init() {
 	for _, p := range Catalogue {
-		points[p.Name] = &point{}
+		points[p.Name] = &point{marker: p.Kind == KindMarker}
 	}
 }
 
@@ -108,6 +163,9 @@ func Setup(spec, logPath, inst string) error {
 		p, known := points[name]
 		if !known {
 			return fmt.Errorf("unknown failpoint %q (see --list-failpoints)", name)
+		}
+		if p.marker {
+			return fmt.Errorf("%s is a marker (a branch the code reports reaching), not a failpoint: it cannot be armed", name)
 		}
 		a, err := parseAction(strings.TrimSpace(actStr))
 		if err != nil {
@@ -160,7 +218,7 @@ func Inject(name string) error {
 		return nil
 	}
 	p := points[name]
-	if p == nil {
+	if p == nil || p.marker {
 		panic("failpoint: Inject of undeclared point " + name)
 	}
 	hit := p.hits.Add(1)
@@ -189,6 +247,29 @@ func Inject(name string) error {
 	default:
 		return fmt.Errorf("%s (hit %d): %w", name, hit, ErrInjected)
 	}
+}
+
+// Reached reports that the code took the branch of the named marker: the
+// first time in the process's life, and then at most once per
+// markerEvery, it appends a line with the hit count so far.
+func Reached(name string) {
+	if !active.Load() {
+		return
+	}
+	p := points[name]
+	if p == nil || !p.marker {
+		panic("failpoint: Reached of undeclared marker " + name)
+	}
+	hit := p.hits.Add(1)
+	now := time.Now().UnixNano()
+	last := p.last.Load()
+	if hit > 1 && now-last < int64(markerEvery) {
+		return
+	}
+	if !p.last.CompareAndSwap(last, now) {
+		return // another goroutine logged it just now
+	}
+	writeLog(name, hit, "")
 }
 
 type logLine struct {
@@ -227,6 +308,7 @@ func Reset() {
 	for _, p := range points {
 		p.hits.Store(0)
 		p.reached.Store(false)
+		p.last.Store(0)
 		p.acts = nil
 	}
 	logMu.Lock()

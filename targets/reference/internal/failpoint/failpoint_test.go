@@ -124,3 +124,46 @@ func BenchmarkInjectOff(b *testing.B) {
 		Inject("relay.after-select")
 	}
 }
+
+// A marker logs its first reach, then at most one line per markerEvery
+// with the hit count so far; it cannot be armed, and Inject refuses it.
+func TestMarkerLogsThinnedAndCannotBeArmed(t *testing.T) {
+	defer Reset()
+	if err := Setup("orders.timeout.charging=crash", "", "orders"); err == nil || !strings.Contains(err.Error(), "marker") {
+		t.Fatalf("arming a marker: %v, want an error naming it a marker", err)
+	}
+	Reset()
+	log := filepath.Join(t.TempDir(), "fp.jsonl")
+	if err := Setup("", log, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		Reached("orders.timeout.charging")
+	}
+	time.Sleep(markerEvery + 10*time.Millisecond)
+	Reached("orders.timeout.charging")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits []int
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ln logLine
+		if err := json.Unmarshal([]byte(l), &ln); err != nil {
+			t.Fatal(err)
+		}
+		if ln.Failpoint != "orders.timeout.charging" || ln.Action != "" || ln.Instance != "orders" {
+			t.Fatalf("line %s", l)
+		}
+		hits = append(hits, int(ln.Hit))
+	}
+	if len(hits) != 2 || hits[0] != 1 || hits[1] != 51 {
+		t.Fatalf("logged hits %v, want [1 51]: the first reach, then one line after the interval", hits)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Inject of a marker did not panic")
+		}
+	}()
+	_ = Inject("orders.timeout.charging")
+}

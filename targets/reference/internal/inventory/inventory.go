@@ -95,6 +95,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 		fresh = true // planted bug: a redelivered release is applied again
 	}
 	if !fresh {
+		failpoint.Reached("inventory.redelivered")
 		return tx.Commit(ctx)
 	}
 	var status string
@@ -131,6 +132,8 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 			replyType, reply.Reason = msg.StockReserveFailed, "out_of_stock"
 			if ok {
 				st, replyType, reply.Reason = "RESERVED", msg.StockReserved, ""
+			} else {
+				failpoint.Reached("inventory.out-of-stock")
 			}
 			items, _ := json.Marshal(p.Items)
 			if _, err := tx.Exec(ctx, `INSERT INTO reservations (order_id, status, items) VALUES ($1, $2, $3)`, p.OrderID, st, items); err != nil {
@@ -153,6 +156,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 			replyType = msg.StockReleased
 		case "RELEASED":
 			// Already released (or tombstoned): answer again, change nothing.
+			failpoint.Reached("inventory.release-again")
 			replyType = StockNotReserved
 			if len(itemsRaw) > 2 {
 				replyType = msg.StockReleased
@@ -168,6 +172,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 				}
 			}
 		case "FAILED":
+			failpoint.Reached("inventory.release-unreserved")
 			replyType = StockNotReserved
 		default:
 			replyType = StockNotReserved

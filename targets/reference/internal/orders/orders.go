@@ -194,6 +194,7 @@ func (s *Service) place(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, "idempotency_key_reused", "this Idempotency-Key was used with a different request")
 		return
 	}
+	failpoint.Reached("orders.replayed-create")
 	w.Header().Set("Idempotent-Replayed", "true")
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id, "status": models.StatusPending})
 }
@@ -372,6 +373,9 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	if err != nil {
 		return err
 	}
+	if !fresh {
+		failpoint.Reached("orders.redelivered")
+	}
 	if fresh {
 		sg, err := s.lock(ctx, tx, e.AggregateID)
 		if err != nil {
@@ -392,6 +396,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 	state := st.sg.state
 	ignore := func() error {
+		failpoint.Reached("orders.late-reply")
 		s.Log.Info("late or duplicate reply ignored", "order", st.sg.order.OrderID, "state", state, "type", typ)
 		return nil
 	}
@@ -414,11 +419,15 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 			}
 			return st.to(Charging)
 		case msg.StockReserveFailed:
+			failpoint.Reached("orders.out-of-stock")
 			return st.finish(Cancelled, "cancel-order", msg.OrderCancelled)
 		}
 	case Charging, CancellingCharge:
 		switch typ {
 		case msg.PaymentCharged:
+			if state == CancellingCharge {
+				failpoint.Reached("orders.charged-after-timeout")
+			}
 			if err := st.trail("charge"); err != nil {
 				return err
 			}
@@ -427,6 +436,11 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 			}
 			return st.to(Delivering)
 		case msg.PaymentDeclined, msg.PaymentCancelled:
+			if state == CancellingCharge {
+				failpoint.Reached("orders.declined-after-timeout")
+			} else {
+				failpoint.Reached("orders.declined")
+			}
 			if err := st.send(msg.ReleaseStock); err != nil {
 				return err
 			}
@@ -440,6 +454,7 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 			}
 			return st.finish(Cancelled, "cancel-order", msg.OrderCancelled)
 		case inventory.StockNotReserved:
+			failpoint.Reached("orders.release-unreserved")
 			return st.finish(Cancelled, "cancel-order", msg.OrderCancelled)
 		}
 	case Delivering:
@@ -462,6 +477,9 @@ func (s *Service) onReply(ctx context.Context, st step, typ string) error {
 // saga compensates; after it, the command is sent again.
 func (s *Service) onTimeout(ctx context.Context, st step) error {
 	s.Log.Info("step timed out", "order", st.sg.order.OrderID, "state", st.sg.state)
+	if m := timeoutMarker[st.sg.state]; m != "" {
+		failpoint.Reached(m)
+	}
 	if mutant.Is(mutant.CompensationNotRetried) && (st.sg.state == Releasing || st.sg.state == CancellingCharge) {
 		// Planted bug: the compensation was tried once and did not answer
 		// in time; give up and cancel the order anyway (the charge is
@@ -497,6 +515,15 @@ func (s *Service) onTimeout(ctx context.Context, st step) error {
 		return st.to(Delivering)
 	}
 	return nil
+}
+
+// timeoutMarker is the marker of a step timing out, by state.
+var timeoutMarker = map[string]string{
+	Reserving:        "orders.timeout.reserving",
+	Charging:         "orders.timeout.charging",
+	CancellingCharge: "orders.timeout.cancelling-charge",
+	Releasing:        "orders.timeout.releasing",
+	Delivering:       "orders.timeout.delivering",
 }
 
 // RunTimers runs the step-timeout loop and the e-mail loop until ctx ends.

@@ -62,6 +62,9 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 		return nil
 	}
 	if seen, err := consumer.Seen(ctx, s.DB, Name, e); err != nil || seen {
+		if seen {
+			failpoint.Reached("payment.redelivered")
+		}
 		return err
 	}
 	if e.Type == msg.RefundPayment {
@@ -86,6 +89,8 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 			status, chargeID = "DECLINED", a.Str("id")
 			if a.Status/100 == 2 {
 				status = "CHARGED"
+			} else {
+				failpoint.Reached("payment.declined")
 			}
 			if err := failpoint.Inject("payment.after-charge"); err != nil {
 				return err
@@ -102,6 +107,7 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	fresh, err := consumer.Claim(ctx, tx, Name, e)
 	if err != nil || !fresh {
 		if err == nil {
+			failpoint.Reached("payment.redelivered")
 			err = tx.Commit(ctx)
 		}
 		return err
@@ -109,6 +115,9 @@ func (s *Service) Handle(ctx context.Context, e consumer.Envelope) error {
 	cur, curID, err := s.load(ctx, tx, p.OrderID, true)
 	if err != nil {
 		return err
+	}
+	if cur != "" && e.Type == msg.CancelCharge {
+		failpoint.Reached("payment.cancel-decided")
 	}
 	switch {
 	case cur != "":

@@ -227,6 +227,9 @@ func selectBatch(ctx context.Context, tx pgx.Tx, source string, batch int) (pgx.
 	if err != nil {
 		return nil, fmt.Errorf("lock aggregates: %w", err)
 	}
+	if len(owned) < len(cands) {
+		failpoint.Reached("relay.aggregate-skipped")
+	}
 	return tx.Query(ctx, rowsSQL, owned, batch)
 }
 
@@ -308,6 +311,14 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 	if err := cfg.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return 0, fmt.Errorf("produce %d records: %w", len(recs), err)
 	}
+	// From here until the commit, the broker has the batch and the rows
+	// are not marked: any failure republishes it (duplicates, legal).
+	committed := false
+	defer func() {
+		if !committed {
+			failpoint.Reached("relay.mark-failed")
+		}
+	}()
 	if err := failpoint.Inject("relay.after-publish"); err != nil {
 		return 0, err
 	}
@@ -317,6 +328,7 @@ func Poll(ctx context.Context, cfg Config, s Source) (int, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit mark: %w", err)
 	}
+	committed = true
 	if mutant.Is(mutant.RelayIDCursor) {
 		advanceCursor(s.Name, ids)
 	}

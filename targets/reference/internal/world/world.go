@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagachaos/sagachaos/targets/reference/internal/failpoint"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/mutant"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
 )
@@ -25,6 +26,9 @@ type Client struct {
 	Base string
 	HTTP *http.Client
 	Log  *slog.Logger
+	// Marker, when set, is the reachability marker reported each time a
+	// call's outcome is ambiguous and it is asked again.
+	Marker string
 }
 
 // New returns a client for base with a per-request timeout, so a hanging
@@ -74,6 +78,9 @@ func (c *Client) Call(ctx context.Context, path, key string, body any, definite 
 		}
 		if ctx.Err() != nil {
 			return Answer{}, fmt.Errorf("%s %s (key %s): %w", c.Base, path, key, ctx.Err())
+		}
+		if c.Marker != "" {
+			failpoint.Reached(c.Marker)
 		}
 		if n%10 == 0 {
 			c.Log.Warn("world call ambiguous, retrying with the same key", "url", c.Base+path, "key", key, "attempt", n+1, "err", err)
