@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
@@ -27,6 +28,9 @@ type Catalog struct {
 	// Ambiguous lists "provider/action" for every world action that
 	// declares the nemesis may make it ambiguous.
 	Ambiguous []string
+	// Saga is the saga the target implements, for aiming faults at its
+	// steps and compensations; nil: no saga moments.
+	Saga *models.SagaSpec
 	// Slots are the replication slots the processes declare (a CDC relay's).
 	Slots []SlotRef
 }
@@ -47,12 +51,18 @@ type Process struct {
 	// Consumes is true for a process that declares consumer groups
 	// (manifest consumes): only those can be rewound.
 	Consumes bool
+	// Types are the record types it consumes (manifest consumes types).
+	Types []string
 }
 
-// FailpointRef is a declared failpoint and the process that owns it.
+// FailpointRef is a declared failpoint (or marker) and the process that
+// owns it.
 type FailpointRef struct {
 	Name      string
 	Component string
+	// Kind is "" for a failpoint that can be armed, "marker" for a
+	// reachability marker (a trigger, never armed).
+	Kind string
 }
 
 // Instances names the running instances of p given a replica count.
@@ -131,7 +141,9 @@ func filter(xs []string, pats []string) []string {
 func (s *Spec) CheckAgainst(file string, c Catalog) error {
 	var fps []string
 	for _, f := range c.Failpoints {
-		fps = append(fps, f.Name)
+		if f.Kind != "marker" {
+			fps = append(fps, f.Name)
+		}
 	}
 	var comps []string
 	for _, v := range c.instancesOf(map[string]int{"relay": s.Relays.Max}) {
@@ -212,9 +224,25 @@ func draw(t *rapid.T, s *Spec, c Catalog) Scenario {
 	sc := Scenario{Name: s.Name, Description: s.Description, Limits: s.Limits}
 	relays := drawRange(t, s.Relays, "relays")
 	sc.Replicas = map[string]int{"relay": relays}
+	if s.Swarm != nil {
+		s, sc.Swarm = s.Swarm.draw(t, s, c)
+	}
+	if s.scale != 0 && s.scale != 1 {
+		sc.Scale = s.scale
+	}
 
 	drawWorkload(t, s, c.Domain, &sc)
 	nOrders := len(sc.Workload.Sagas)
+	if s.Duration > 0 {
+		spread(t, s, &sc)
+	}
+	if s.Races != nil {
+		s.Races.draw(t, &sc)
+	}
+	if s.Schedule != nil {
+		sc.Faults = drawSchedule(t, s, c, &sc)
+		return sc
+	}
 
 	nFaults := drawRange(t, s.Faults.Count, "faults")
 	for i := 0; i < nFaults; i++ {
@@ -262,8 +290,16 @@ func drawFault(t *rapid.T, s *Spec, c Catalog, replicas map[string]int, nOrders 
 // aim is what a drawn run offers a fault, filtered by the spec's patterns.
 func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	inst := c.instancesOf(replicas)
-	a := faults.Aim{Links: filter(c.Links(replicas), s.Faults.Links), Ambiguous: c.Ambiguous}
+	a := faults.Aim{Ambiguous: c.Ambiguous}
+	for _, l := range filter(c.Links(replicas), s.Faults.Links) {
+		if s.procs == nil || s.procs[linkProcess(c, l, replicas)] {
+			a.Links = append(a.Links, l)
+		}
+	}
 	for _, p := range c.Processes {
+		if s.procs != nil && !s.procs[p.Name] {
+			continue
+		}
 		for _, in := range inst[p.Name] {
 			if !matchAny(s.Faults.Components, in) {
 				continue
@@ -275,14 +311,37 @@ func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 		}
 	}
 	for _, fp := range c.Failpoints {
+		if fp.Kind == "marker" || (s.procs != nil && !s.procs[fp.Component]) {
+			continue
+		}
 		if matchAny(s.Faults.Failpoints, fp.Name) {
 			a.Failpoints = append(a.Failpoints, faults.FailpointAim{Name: fp.Name, Instances: inst[fp.Component]})
 		}
 	}
 	for _, sl := range c.Slots {
+		if s.procs != nil && !s.procs[sl.Process] {
+			continue
+		}
 		if in := filter(inst[sl.Process], s.Faults.Components); len(in) > 0 {
 			a.Slots = append(a.Slots, faults.SlotAim{DB: sl.DB, Instances: in})
 		}
 	}
 	return a
+}
+
+// linkProcess is the process a link belongs to: its component's process,
+// or the API process for the client's link.
+func linkProcess(c Catalog, link string, replicas map[string]int) string {
+	from, to, _ := strings.Cut(link, "→")
+	if from == "client" {
+		return to
+	}
+	for name, ins := range c.instancesOf(replicas) {
+		for _, in := range ins {
+			if in == from {
+				return name
+			}
+		}
+	}
+	return ""
 }

@@ -14,18 +14,21 @@ import (
 var testCatalog = Catalog{
 	APIProcess: "orders",
 	Processes: []Process{
-		{Name: "orders", Role: "api", Depends: []string{"postgres", "kafka", "mailer"}, Consumes: true},
-		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}, Consumes: true},
-		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}, Consumes: true},
-		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true},
+		{Name: "orders", Role: "api", Depends: []string{"postgres", "kafka", "mailer"}, Consumes: true,
+			Types: []string{"StockReserved", "StockReserveFailed", "StockReleased", "PaymentCharged", "PaymentDeclined", "DeliveryScheduled"}},
+		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}, Consumes: true, Types: []string{"ReserveStock", "ReleaseStock"}},
+		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}, Consumes: true, Types: []string{"ChargePayment", "CancelCharge"}},
+		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true, Types: []string{"ScheduleDelivery"}},
 		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
 	},
+	Saga:      targets.OrderDomain().Saga,
 	Domain:    orderDomain(),
 	Ambiguous: []string{"gateway/charge"},
 	Failpoints: []FailpointRef{
-		{"relay.after-select", "relay"}, {"relay.after-publish", "relay"}, {"relay.after-mark", "relay"},
-		{"inventory.after-apply", "inventory"}, {"payment.after-charge", "payment"},
-		{"delivery.after-ship", "delivery"}, {"orders.after-state-save", "orders"},
+		{Name: "relay.after-select", Component: "relay"}, {Name: "relay.after-publish", Component: "relay"}, {Name: "relay.after-mark", Component: "relay"},
+		{Name: "inventory.after-apply", Component: "inventory"}, {Name: "payment.after-charge", Component: "payment"},
+		{Name: "delivery.after-ship", Component: "delivery"}, {Name: "orders.after-state-save", Component: "orders"},
+		{Name: "orders.timeout.charging", Component: "orders", Kind: "marker"}, {Name: "inventory.redelivered", Component: "inventory", Kind: "marker"},
 	},
 }
 

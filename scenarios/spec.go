@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,10 +47,30 @@ type Spec struct {
 	BurstRate     float64 `json:"burst_rate"`     // saga started with no gap
 	RetryUnknown  int     `json:"retry_unknown"`  // client retries after an unknown outcome
 	GapMS         Range   `json:"gap_ms"`
+	// Duration, when set, is how long the workload lasts: each client's
+	// gaps are drawn (uniformly) so that its sagas spread over about this
+	// long, long enough to span many step timeouts; gap_ms is then unused.
+	// --scale scales it with the number of sagas.
+	Duration Duration `json:"duration,omitempty"`
 
 	Relays Range      `json:"relays"`
 	Faults FaultRange `json:"faults"`
-	Limits Limits     `json:"limits"`
+	// Schedule, when set, draws the fault plan over the whole workload
+	// (schedule.go): rounds, uniform positions, long windows, faults aimed
+	// at saga moments, both directions of a link. Without it the plan is
+	// drawn as older scenarios drew it (and replays the same).
+	Schedule *Schedule `json:"schedule,omitempty"`
+	// Swarm, when set, enables a random subset of fault kinds, components
+	// and workload features per seed (swarm.go).
+	Swarm *Swarm `json:"swarm,omitempty"`
+	// Races are the workload's request races (races.go).
+	Races  *Races `json:"races,omitempty"`
+	Limits Limits `json:"limits"`
+
+	// procs, when set (by a swarm draw), is the set of processes faults may
+	// aim at; scale is the factor Scaled applied.
+	procs map[string]bool
+	scale float64
 }
 
 // MaxOrders bounds a scenario's sagas (the soak scenario has 10,000).
@@ -63,7 +84,9 @@ type Range struct {
 
 // FaultRange says which faults a scenario may plan.
 type FaultRange struct {
-	Count Range    `json:"count"`
+	Count Range `json:"count"`
+	// Kinds are the kinds drawn from (a kind listed twice is drawn twice
+	// as often); "*" is every registered kind.
 	Kinds []string `json:"kinds"`
 	// Patterns (path.Match syntax) over link names ("relay-*→kafka"),
 	// component instances ("relay-*") and failpoint names ("relay.*").
@@ -226,6 +249,16 @@ func (s *Spec) validate() *SpecError {
 	if s.RetryUnknown < 0 {
 		return bad("retry_unknown", "%d is negative", s.RetryUnknown)
 	}
+	if slices.Contains(s.Faults.Kinds, "*") {
+		// Every registered kind: a general scenario picks up new kinds.
+		var ks []string
+		for _, k := range s.Faults.Kinds {
+			if k != "*" {
+				ks = append(ks, k)
+			}
+		}
+		s.Faults.Kinds = append(ks, faults.Names()...)
+	}
 	for i, k := range s.Faults.Kinds {
 		if _, err := faults.New(k); err != nil {
 			return bad(fmt.Sprintf("faults.kinds[%d]", i), "%v", err)
@@ -249,6 +282,24 @@ func (s *Spec) validate() *SpecError {
 			if _, err := path.Match(p, ""); err != nil {
 				return bad(fmt.Sprintf("%s[%d]", field, i), "bad pattern %q: %v", p, err)
 			}
+		}
+	}
+	if s.Duration < 0 {
+		return bad("duration", "negative")
+	}
+	if s.Schedule != nil {
+		if err := s.Schedule.validate(); err != nil {
+			return err
+		}
+	}
+	if s.Swarm != nil {
+		if err := s.Swarm.validate(); err != nil {
+			return err
+		}
+	}
+	if s.Races != nil {
+		if err := s.Races.validate(); err != nil {
+			return err
 		}
 	}
 	if s.Limits.TimeLimit <= 0 {

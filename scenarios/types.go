@@ -22,17 +22,34 @@ type Scenario struct {
 	// Replicas overrides the manifest's replica count per process
 	// (e.g. {"relay": 2}).
 	Replicas map[string]int `json:"replicas,omitempty"`
+	// Swarm is what a swarm scenario enabled for this seed (the fault
+	// kinds, the components, the workload features); nil: not a swarm.
+	Swarm *SwarmDraw `json:"swarm,omitempty"`
+	// Scale is the --scale the scenario was generated with (0: 1).
+	Scale float64 `json:"scale,omitempty"`
 }
 
-// Fault is one planned fault. Triggers count orders placed, not wall time,
-// so a seed replays the same way. The kinds, their parameters and what
-// they do are the registry of package scenarios/faults.
+// Fault is one planned fault. Triggers count events — sagas started, world
+// effects, failpoint and marker lines, broker records — not wall time, so a
+// seed replays the same way. The kinds, their parameters and what they do
+// are the registry of package scenarios/faults.
 type Fault struct {
 	ID     string `json:"id"`
 	Kind   string `json:"kind"`
 	Target string `json:"target,omitempty"`
-	// AfterOrders starts the fault once this many orders have been invoked.
+	// AfterOrders starts the fault once this many sagas have been started
+	// (when Trigger is nil).
 	AfterOrders int `json:"after_orders"`
+	// Trigger, when set, starts the fault at an event of the run instead
+	// (trigger.go).
+	Trigger *Trigger `json:"trigger,omitempty"`
+	// Round is the round of the schedule the fault belongs to (from 1; 0:
+	// a schedule without rounds, or an aimed fault).
+	Round int `json:"round,omitempty"`
+	// Aim says which saga moment an aimed fault was drawn for ("step
+	// charge", "compensation release-stock", "consumes ReserveStock",
+	// "marker orders.timeout.charging"), for reading the plan.
+	Aim string `json:"aim,omitempty"`
 	// Duration is the fault window (or the down time before a restart).
 	Duration Duration `json:"duration,omitempty"`
 	// Params are the kind's typed parameters (and the kind's behaviour);
@@ -80,6 +97,11 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = Fault(raw.plain)
+	if f.Trigger != nil {
+		if err := f.Trigger.Validate(); err != nil {
+			return &FaultError{ID: f.ID, Kind: f.Kind, Problem: err.Error()}
+		}
+	}
 	k, err := faults.Decode(f.Kind, raw.Params)
 	if err != nil {
 		var pe *faults.ParamError

@@ -105,6 +105,23 @@ type SagaPlan struct {
 	RetryUnknown int `json:"retry_unknown,omitempty"`
 	// Gap is the pause before this saga (0 inside a burst).
 	Gap Duration `json:"gap,omitempty"`
+
+	// Races (the generator decides them, races.go; the driver runs them).
+	//
+	// Concurrent more requests with the same key are sent at the same
+	// instant as the first (a double click): each its own client process.
+	Concurrent int `json:"concurrent,omitempty"`
+	// DuplicateAfter, when set, sends one more request with the same key
+	// this long after the first, whether or not it was answered (a
+	// duplicate while the first may still be in flight).
+	DuplicateAfter Duration `json:"duplicate_after,omitempty"`
+	// RetrySpread spreads the RetryUnknown retries of a submission over
+	// about this long (the k-th waits k/(1+…+R) of it), so a retry can
+	// outlast a restarted API; zero: the driver's short backoff.
+	RetrySpread Duration `json:"retry_spread,omitempty"`
+	// Parallel: the client starts this saga without waiting for its
+	// previous one to be answered (a burst on the same keys).
+	Parallel bool `json:"parallel,omitempty"`
 }
 
 // UnmarshalJSON reads a workload, including an older scenario.json's order
