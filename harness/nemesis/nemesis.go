@@ -12,13 +12,18 @@
 // that ends a couple of seconds after an interrupt, so Ctrl-C never waits
 // on a fault.
 //
-// Triggers count orders invoked, not wall time, so a seed replays the same
-// way; durations are the only clock the nemesis reads.
+// Triggers count events, not wall time, so a seed replays the same way:
+// orders invoked, or (a fault aimed at a saga moment) world effects,
+// failpoint and marker lines and broker records, counted by Events; the
+// event that fired a fault is journaled with its start ("trigger").
+// Durations (windows, a trigger's delay) are the only clock the nemesis
+// reads.
 package nemesis
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"sync"
@@ -60,7 +65,10 @@ type Nemesis struct {
 	Target   Target
 	World    faults.World
 	Rewinder Rewinder
-	Log      *slog.Logger
+	// Events counts the events of aimed faults' triggers; nil: such
+	// faults are journaled as skipped.
+	Events *Events
+	Log    *slog.Logger
 	// Slots sees the target's replication slots (nil: it declares none);
 	// the CDC kinds need it (slots.go).
 	Slots faults.Slots
@@ -97,37 +105,109 @@ func (n *Nemesis) Run(ctx context.Context, plan []scenarios.Fault, trigger Trigg
 	var wg sync.WaitGroup
 	for _, f := range plan {
 		wg.Go(func() {
-			select {
-			case <-trigger(f.AfterOrders):
-			case <-workloadDone:
-				// A trigger past the end of the workload still fires if the
-				// workload reached it; otherwise the fault never happened.
+			tr := f.When()
+			var fired <-chan string
+			switch {
+			case tr.On == scenarios.TriggerOrders:
+				fired = orders(trigger, tr.Count, heal, ctx.Done())
+			case n.Events == nil:
+				n.record(f, models.PhaseInstant, errors.New("skipped: no event source for its trigger"), nil)
+				return
+			default:
+				fired = n.Events.Wait(tr)
+			}
+			var fallback <-chan string
+			if tr.On != scenarios.TriggerOrders && tr.Fallback > 0 {
+				fallback = orders(trigger, tr.Fallback, heal, ctx.Done())
+			}
+			done := workloadDone
+			var why string
+			for why == "" {
 				select {
-				case <-trigger(f.AfterOrders):
-				default:
-					n.record(f, models.PhaseInstant, errors.New("skipped: the workload ended before its trigger"), nil)
+				case why = <-fired:
+				case at := <-fallback:
+					why = fmt.Sprintf("fell back at %s: %v", at, n.notReached(tr, "its event had not come"))
+				case <-done:
+					done = nil
+					if tr.On != scenarios.TriggerOrders {
+						// Sagas in flight go on making events until heal.
+						continue
+					}
+					// A trigger past the end of the workload still fires if
+					// the workload reached it; otherwise the fault never
+					// happened.
+					select {
+					case why = <-fired:
+					default:
+						n.record(f, models.PhaseInstant, errors.New("skipped: the workload ended before its trigger"), nil)
+						return
+					}
+				case <-heal:
+					n.record(f, models.PhaseInstant, n.notReached(tr, "skipped: healed before its trigger"), nil)
+					return
+				case <-ctx.Done():
 					return
 				}
-			case <-heal:
-				n.record(f, models.PhaseInstant, errors.New("skipped: healed before its trigger"), nil)
-				return
-			case <-ctx.Done():
+			}
+			if d := tr.Delay.D(); d > 0 && !sleepUnless(ctx, d, heal) {
+				n.record(f, models.PhaseInstant, fmt.Errorf("skipped: healed during the trigger's %v delay (%s)", d, why), nil)
 				return
 			}
-			n.apply(ctx, f, heal)
+			n.apply(ctx, f, heal, why)
 		})
 	}
 	wg.Wait()
 }
 
-// apply runs one fault: Apply, the window, Undo, each journaled.
-func (n *Nemesis) apply(ctx context.Context, f scenarios.Fault, heal <-chan struct{}) {
+// orders adapts the order-count trigger to the channel of an event.
+func orders(trigger Trigger, count int, heal, done <-chan struct{}) <-chan string {
+	ch := make(chan string, 1)
+	at := trigger(count)
+	go func() {
+		select {
+		case <-at:
+			ch <- fmt.Sprintf("%d orders invoked", count)
+		case <-heal:
+		case <-done:
+		}
+	}()
+	return ch
+}
+
+// notReached is the skip error of an event trigger that never fired,
+// with how far its count got.
+func (n *Nemesis) notReached(t scenarios.Trigger, msg string) error {
+	if t.On == scenarios.TriggerOrders || n.Events == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s (%s: %d of %d events)", msg, t.String(), n.Events.Counts(t), t.Count)
+}
+
+// sleepUnless waits d; it reports false if heal or ctx came first.
+func sleepUnless(ctx context.Context, d time.Duration, heal <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-heal:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// apply runs one fault: Apply, the window, Undo, each journaled; why is
+// the event that triggered it.
+func (n *Nemesis) apply(ctx context.Context, f scenarios.Fault, heal <-chan struct{}, why string) {
 	k, err := f.Spec()
 	if err != nil {
 		n.record(f, models.PhaseInstant, err, nil)
 		return
 	}
 	detail := faults.Strings(k)
+	if f.Trigger != nil {
+		detail["trigger"] = why
+	}
 	eff, err := k.Apply(ctx, system{n}, f.View())
 	if err != nil {
 		n.record(f, models.PhaseInstant, err, detail)
