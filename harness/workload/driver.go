@@ -195,40 +195,118 @@ func (d *Driver) Run(ctx context.Context, w scenarios.Workload) error {
 	return ctx.Err()
 }
 
+// runClient starts one client's sagas in plan order: each waits for the
+// previous ones to be answered, unless it is Parallel (a burst that does
+// not wait).
 func (d *Driver) runClient(ctx context.Context, proc string, orders []scenarios.SagaPlan) {
+	ln := &lanes{base: proc}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, o := range orders {
+		if !o.Parallel {
+			wg.Wait()
+		}
 		if !sleep(ctx, o.Gap.D()) {
 			return
 		}
-		if !d.placeOrder(ctx, proc, o) {
-			return
+		wg.Go(func() { d.placeOrder(ctx, ln, o) })
+	}
+}
+
+// lanes names the concurrent requests of one client: lane 0 is the
+// client's own process ("client-3"), each request sent while another of
+// the client's is in flight gets the lowest free lane ("client-3.1"), so
+// every process of the history has at most one request open, as invoke
+// and completion pairing requires.
+type lanes struct {
+	base string
+	mu   sync.Mutex
+	busy []bool
+}
+
+func (l *lanes) acquire() (string, func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for i < len(l.busy) && l.busy[i] {
+		i++
+	}
+	if i == len(l.busy) {
+		l.busy = append(l.busy, false)
+	}
+	l.busy[i] = true
+	name := l.base
+	if i > 0 {
+		name = fmt.Sprintf("%s.%d", l.base, i)
+	}
+	return name, func() {
+		l.mu.Lock()
+		l.busy[i] = false
+		l.mu.Unlock()
+	}
+}
+
+// placeOrder sends one saga's start requests: its submissions one after the
+// other, each retried on an unknown outcome up to RetryUnknown times (the
+// budget is per submission: a double click is a second, independent user
+// action); Concurrent more copies of the first submission at the same
+// instant; and a duplicate DuplicateAfter after the first, answered or not.
+// Every request carries the saga's key. It reports false when ctx ended.
+func (d *Driver) placeOrder(ctx context.Context, ln *lanes, o scenarios.SagaPlan) bool {
+	subs := max(o.Submissions, 1)
+	var attempts atomic.Int64
+	var wg sync.WaitGroup
+	send := func() bool {
+		proc, release := ln.acquire()
+		defer release()
+		return d.submit(ctx, proc, o, &attempts)
+	}
+	if o.DuplicateAfter > 0 {
+		wg.Go(func() {
+			if sleep(ctx, o.DuplicateAfter.D()) {
+				send()
+			}
+		})
+	}
+	ok := true
+	for s := 0; s < subs && ok; s++ {
+		if s == 0 {
+			for range o.Concurrent {
+				wg.Go(func() { send() })
+			}
+		}
+		ok = send()
+	}
+	wg.Wait()
+	return ok && ctx.Err() == nil
+}
+
+// submit sends one submission and retries it after an unknown outcome. It
+// reports false when ctx ended.
+func (d *Driver) submit(ctx context.Context, proc string, o scenarios.SagaPlan, attempts *atomic.Int64) bool {
+	for retry := 0; ; retry++ {
+		if ctx.Err() != nil {
+			return false
+		}
+		typ := d.attempt(ctx, proc, o, int(attempts.Add(1)))
+		if typ != models.Info || retry >= o.RetryUnknown {
+			return true
+		}
+		if !sleep(ctx, d.retryWait(o, retry+1)) {
+			return false
 		}
 	}
 }
 
-// placeOrder sends one saga's submissions, each retried on an unknown
-// outcome up to RetryUnknown times (the budget is per submission: a double
-// click is a second, independent user action). It reports false when ctx
-// ended.
-func (d *Driver) placeOrder(ctx context.Context, proc string, o scenarios.SagaPlan) bool {
-	subs := max(o.Submissions, 1)
-	attempt := 0
-	for s := 0; s < subs; s++ {
-		for retry := 0; ; retry++ {
-			if ctx.Err() != nil {
-				return false
-			}
-			attempt++
-			typ := d.attempt(ctx, proc, o, attempt)
-			if typ != models.Info || retry >= o.RetryUnknown {
-				break
-			}
-			if !sleep(ctx, time.Duration(retry+1)*d.backoff) {
-				return false
-			}
-		}
+// retryWait is the pause before the k-th retry: k times the backoff, or,
+// with a RetrySpread, k/(1+2+…+R) of the spread, so the R retries end
+// about RetrySpread after the first attempt failed.
+func (d *Driver) retryWait(o scenarios.SagaPlan, k int) time.Duration {
+	if o.RetrySpread <= 0 || o.RetryUnknown < 1 {
+		return time.Duration(k) * d.backoff
 	}
-	return ctx.Err() == nil
+	r := o.RetryUnknown
+	return time.Duration(int64(o.RetrySpread) * int64(k) / int64(r*(r+1)/2))
 }
 
 // errorReply is the error body of the workload API.
