@@ -115,6 +115,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	l.cleanup(func() { _ = w.Close() })
 	recordResources(l, o.Manifest, sc)
+	// The aimed faults' triggers count events from here on: world effects
+	// and failpoint lines as they are recorded, records as the tail reads
+	// them.
+	events := triggerEvents(o.Manifest, e, sc)
+	l.cleanup(l.rec.Subscribe(events.Observe))
 
 	l.phase("target-up")
 	tg, err := target.Start(ctx, target.Config{Manifest: o.Manifest, Env: e, World: w, Rec: l.rec, Log: l.log, Bin: bin, RunDir: dir.Path,
@@ -129,14 +134,25 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	drv := workload.New(l.rec, "http://"+client.Listen(), workload.WithSpec(*o.Manifest.Workload),
 		workload.WithTimeout(sc.Limits.ClientTimeout.D()), workload.WithLogger(l.log))
-	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Target: tg, World: w, Log: l.log}
+	nem := &nemesis.Nemesis{Rec: l.rec, Env: e, Target: tg, World: w, Events: events, Log: l.log}
 	if e.KafkaCluster() != nil || len(e.DirectBrokers()) > 0 {
 		nem.Rewinder = &nemesis.GroupRewinder{Brokers: e.DirectBrokers()}
 	}
 	slotsObserved := watchSlots(l, o.Manifest, sc, e, nem)
 
 	l.phase("workload")
-	if err := chaos(ctx, l, sc, drv, nem, tg); err != nil {
+	var topics []string
+	for _, tp := range o.Manifest.Topics {
+		topics = append(topics, e.TopicName(tp.Name))
+	}
+	tail, err := nemesis.StartTail(e.DirectBrokers(), topics, events, l.log)
+	if err != nil {
+		return res, fmt.Errorf("tail the topics for the fault triggers: %w", err)
+	}
+	l.cleanup(tail.Stop)
+	err = chaos(ctx, l, sc, drv, nem, tg)
+	tail.Stop()
+	if err != nil {
 		return res, err
 	}
 
@@ -241,4 +257,29 @@ func observeTarget(m *targets.Manifest, drv *workload.Driver) observe.Target {
 		}
 	}
 	return t
+}
+
+// triggerEvents is the event counter of the run's fault triggers: what
+// each process consumes (topics as the broker names them) and which
+// process each instance belongs to.
+func triggerEvents(m *targets.Manifest, e *env.Env, sc scenarios.Scenario) *nemesis.Events {
+	var consumers []models.ConsumerDecl
+	procOf := map[string]string{}
+	for _, p := range m.Processes {
+		n := p.Replicas
+		if r, ok := sc.Replicas[p.Name]; ok {
+			n = r
+		}
+		for _, in := range scenarios.Instances(p.Name, n) {
+			procOf[in] = p.Name
+		}
+		for _, c := range p.Consumes {
+			cd := models.ConsumerDecl{Process: p.Name, Consumer: c.Consumer, Group: c.Group, Types: c.Types}
+			for _, tp := range c.Topics {
+				cd.Topics = append(cd.Topics, e.TopicName(tp))
+			}
+			consumers = append(consumers, cd)
+		}
+	}
+	return nemesis.NewEvents(consumers, procOf)
 }

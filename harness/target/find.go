@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,11 +78,22 @@ func ValidateMutant(m *targets.Manifest, name string) error {
 
 // Catalog builds the generator's view of a target.
 func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
+	// The saga the checkers judge (the manifest's; nil for an outbox-only
+	// target) is the one the generator aims faults at.
 	c := scenarios.Catalog{APIProcess: m.API.Process}
+	if m.Saga != nil {
+		saga := *m.Saga
+		c.Saga = &saga
+	}
 	for _, p := range m.Processes {
 		sp := scenarios.Process{Name: p.Name, Role: p.Role, Depends: p.Depends, Replicas: p.Replicas}
 		for _, c := range p.Consumes {
 			sp.Consumes = sp.Consumes || c.Group != ""
+			for _, ty := range c.Types {
+				if !slices.Contains(sp.Types, ty) {
+					sp.Types = append(sp.Types, ty)
+				}
+			}
 		}
 		c.Processes = append(c.Processes, sp)
 		for _, s := range p.Slots {
@@ -89,7 +101,7 @@ func Catalog(m *targets.Manifest, fps []targets.Failpoint) scenarios.Catalog {
 		}
 	}
 	for _, f := range fps {
-		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component})
+		c.Failpoints = append(c.Failpoints, scenarios.FailpointRef{Name: f.Name, Component: f.Component, Kind: f.Kind})
 	}
 	// The manifest's workload was validated when it was loaded.
 	c.Domain, _ = scenarios.NewDomain(m.Workload, m.Resources)
