@@ -18,13 +18,14 @@ import (
 const usage = `sagachaos — chaos and correctness testing for sagas and transactional outboxes
 
 usage:
-  sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50 [--keep failing|all]] [--shard i/n] [--out runs] [--time-limit 3m] [--shrink]
+  sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50 [--keep failing|all]] [--shard i/n] [--out runs] [--time-limit 3m] [--scale F] [--plan] [--shrink]
   sagachaos repro  RUN_DIR            replay a run: same scenario.json, same seed
   sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
   sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
   sagachaos list   scenarios|faults|checkers|mutants|failpoints
-  sagachaos selftest [--mutants a,b] [--mutant-seeds 5] [--detect-seeds 3] [--reference-seeds 2]
+  sagachaos selftest [--mutants a,b|none] [--mutant-seeds 5] [--detect-seeds 3] [--reference-seeds 2] [--scenarios swarm,everything] [--scale F]
                                       the gate: every planted bug caught by its checker, the reference never flagged
+  sagachaos coverage RUN_DIR...       failpoint × fault and branch × fault matrices of saved runs
   sagachaos env up                    bring the embedded environment up until Ctrl-C
   sagachaos init [--name N]           write a commented manifest skeleton for your service (./sagachaos.json)
   sagachaos version
@@ -81,6 +82,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdList(ctx, args[1:], stdout)
 	case "selftest":
 		err = cmdSelftest(ctx, args[1:], stdout, stderr)
+	case "coverage":
+		err = cmdCoverage(ctx, args[1:], stdout, stderr)
 	case "env":
 		err = cmdEnv(ctx, args[1:], stdout, stderr)
 	case "init":

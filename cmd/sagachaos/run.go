@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +92,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
 		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 		keep       = fs.String("keep", "", "run directories to keep: failing (default with --seeds: a valid run leaves only its line in OUT/summary.jsonl) or all")
+		planOnly   = fs.Bool("plan", false, "print each seed's generated scenario (scenario.json: workload, fault plan, triggers, swarm) and exit without running")
+		scale      = fs.Float64("scale", 1, "scale the run: the number of sagas, the workload's duration and the number of faults and rounds (e.g. 0.2 for CI and laptops; windows stay as long)")
 	)
 	var ef envFlags
 	ef.register(fs)
@@ -104,6 +108,14 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	spec, err := scenarios.Load(*scenario)
 	if err != nil {
 		return fail(2, "%v", err)
+	}
+	if *scale <= 0 {
+		return fail(2, "--scale %v: want a positive factor", *scale)
+	}
+	spec = spec.Scaled(*scale)
+	flags := ef.args()
+	if *scale != 1 {
+		flags = append(flags, "--scale", strconv.FormatFloat(*scale, 'g', -1, 64))
 	}
 	if err := target.ValidateMutant(m, *mutant); err != nil {
 		return fail(2, "%v", err)
@@ -134,7 +146,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cat := target.Catalog(m, fps)
 	worst := -1
 	var sw *sweep
-	if *seeds != "" {
+	if *seeds != "" && !*planOnly {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return fail(2, "%v", err)
 		}
@@ -148,7 +160,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *timeLimit > 0 {
 			sc.Limits.TimeLimit = scenarios.Duration(*timeLimit)
 		}
-		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Seed: s, TimeLimit: *timeLimit, Flags: ef.args()}.Line()
+		if *planOnly {
+			b, _ := json.MarshalIndent(sc, "", "  ")
+			fmt.Fprintf(stdout, "%s\n", b)
+			continue
+		}
+		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Seed: s, TimeLimit: *timeLimit, Flags: flags}.Line()
 		o := harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}
 		var code int
 		if sw != nil {
@@ -163,6 +180,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if *planOnly {
+		return nil
 	}
 	if sw != nil {
 		sw.finish(ctx.Err() != nil)

@@ -30,8 +30,10 @@ type Options struct {
 	Failpts  []targets.Failpoint
 	OutDir   string
 	Env      harness.Options // Env, Logger and HealthTimeout are taken from here
-	// Mutants to test (empty: every mutant in the manifest).
-	Mutants []string
+	// Mutants to test (empty: every mutant in the manifest; NoMutants:
+	// none, only the reference runs).
+	Mutants   []string
+	NoMutants bool
 	// MutantSeeds bounds the seeds tried per mutant before it escapes.
 	MutantSeeds int
 	// DetectSeeds is how many seeds each mutant is run with to measure
@@ -41,7 +43,14 @@ type Options struct {
 	// named scenario), each with ReferenceSeeds seeds.
 	Reference      []string
 	ReferenceSeeds int
-	Progress       func(string)
+	// Scenarios, when set, replaces every mutant's own scenarios (the
+	// manifest's) and the reference's: the general scenarios only
+	// (`selftest --scenarios swarm,everything`), to show that the general
+	// search catches each planted bug without a scenario tuned to it.
+	Scenarios []string
+	// Scale scales every scenario (--scale).
+	Scale    float64
+	Progress func(string)
 }
 
 // MutantResult is one row of the gate.
@@ -58,7 +67,12 @@ type MutantResult struct {
 	Detect []time.Duration
 	Runs   int
 	Seeds  []uint64 // seeds tried
-	Err    string
+	// FirstSeed is the seed of the first catching run (0: escaped);
+	// ToCatch is the wall time of every run made for the mutant up to and
+	// including that one: how long the search took to find the bug.
+	FirstSeed uint64
+	ToCatch   time.Duration
+	Err       string
 }
 
 // ReferenceResult is one correct-target run.
@@ -80,7 +94,10 @@ type Report struct {
 	// target does not have (the generator refuses them), with why.
 	NotApplicable []SkippedScenario
 	Coverage      Coverage
-	Wall          time.Duration
+	// Branches is the branch × fault matrix of the target's markers over
+	// every run of the gate.
+	Branches Branches
+	Wall     time.Duration
 }
 
 // SkippedScenario is a named scenario the gate did not run on the target.
@@ -123,7 +140,7 @@ func (r Report) Passed() bool {
 			return false
 		}
 	}
-	return len(r.Coverage.Unreached()) == 0
+	return len(r.Coverage.Unreached()) == 0 && len(r.Branches.Holes()) == 0
 }
 
 func (o Options) run(ctx context.Context, name, mutant string, seed uint64, dirs *[]string) (harness.Result, time.Duration, error) {
@@ -131,6 +148,7 @@ func (o Options) run(ctx context.Context, name, mutant string, seed uint64, dirs
 	if err != nil {
 		return harness.Result{}, 0, err
 	}
+	spec = spec.Scaled(o.Scale)
 	sc, err := scenarios.Generate(spec, seed, target.Catalog(o.Manifest, o.Failpts))
 	if err != nil {
 		return harness.Result{}, 0, err
@@ -142,7 +160,11 @@ func (o Options) run(ctx context.Context, name, mutant string, seed uint64, dirs
 		label = mutant
 	}
 	opts.RunDir = filepath.Join(o.OutDir, fmt.Sprintf("%s-%s-%d", label, name, seed))
-	opts.Repro = runstore.Replay{Target: o.Manifest.Name, Mutant: mutant, Scenario: name, Seed: seed}.Line()
+	rp := runstore.Replay{Target: o.Manifest.Name, Mutant: mutant, Scenario: name, Seed: seed}
+	if o.Scale > 0 && o.Scale != 1 {
+		rp.Flags = []string{"--scale", fmt.Sprint(o.Scale)}
+	}
+	opts.Repro = rp.Line()
 	start := time.Now()
 	res, err := harness.Run(ctx, opts)
 	if err == nil {
@@ -175,20 +197,27 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		want[m] = true
 	}
 	for _, mu := range o.Manifest.Mutants {
-		if len(want) > 0 && !want[mu.Name] {
+		if o.NoMutants || (len(want) > 0 && !want[mu.Name]) {
 			continue
 		}
 		mr := MutantResult{Mutant: mu.Name, Expected: mu.Checkers}
 		fired := map[string]bool{}
+		scs := mu.Scenarios
+		if len(o.Scenarios) > 0 {
+			scs = o.Scenarios
+		}
 	seeds:
 		for seed := uint64(1); seed <= uint64(o.MutantSeeds); seed++ {
-			for _, sc := range mu.Scenarios {
+			for _, sc := range scs {
 				if ctx.Err() != nil {
 					return rep, ctx.Err()
 				}
 				res, wall, err := o.run(ctx, sc, mu.Name, seed, &dirs)
 				mr.Runs++
 				mr.Seeds = append(mr.Seeds, seed)
+				if mr.FirstSeed == 0 {
+					mr.ToCatch += wall
+				}
 				if err != nil {
 					mr.Err = err.Error()
 					say("%s: %s seed %d: error: %v", mu.Name, sc, seed, err)
@@ -208,6 +237,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 				}
 				say("%s: %s seed %d: %s in %v", mu.Name, sc, seed, orDefault(hit, "escaped"), wall.Truncate(time.Millisecond))
 				if hit != "" {
+					if mr.FirstSeed == 0 {
+						mr.FirstSeed = seed
+					}
 					mr.Caught, mr.FiredBy, mr.Scenario = true, hit, sc
 					mr.Detect = append(mr.Detect, wall)
 					if len(mr.Detect) >= o.DetectSeeds {
@@ -228,6 +260,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		rep.Mutants = append(rep.Mutants, mr)
 	}
 	names := o.Reference
+	if len(names) == 0 && len(o.Scenarios) > 0 {
+		names = o.Scenarios
+	}
 	if len(names) == 0 {
 		names, rep.NotApplicable = applicable(o.Manifest, o.Failpts)
 		for _, x := range rep.NotApplicable {
@@ -248,11 +283,18 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.Reference = append(rep.Reference, rr)
 		}
 	}
-	cov, err := FailpointCoverage(dirs, o.Failpts)
+	var points []targets.Failpoint
+	for _, fp := range o.Failpts {
+		if !fp.IsMarker() {
+			points = append(points, fp)
+		}
+	}
+	cov, err := FailpointCoverage(dirs, points)
 	if err != nil {
 		return rep, err
 	}
 	rep.Coverage = cov
+	rep.Branches = BranchCoverage(dirs, o.Failpts)
 	rep.Wall = time.Since(start)
 	return rep, nil
 }
@@ -267,7 +309,7 @@ func orDefault(s, d string) string {
 // Write prints the gate's tables.
 func (r Report) Write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MUTANT\tCAUGHT\tCHECKER\tSCENARIO\tMEDIAN\tWORST\tRUNS\tSEEDS")
+	fmt.Fprintln(tw, "MUTANT\tCAUGHT\tCHECKER\tSCENARIO\tFIRST-SEED\tTO-CATCH\tMEDIAN\tWORST\tRUNS\tSEEDS")
 	caught := 0
 	for _, m := range r.Mutants {
 		c := "no"
@@ -285,7 +327,11 @@ func (r Report) Write(w io.Writer) {
 		if !m.Caught {
 			fired = "want " + strings.Join(m.Expected, "|") + "; fired: " + orDefault(m.FiredBy, "none")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.Mutant, c, fired, orDefault(m.Scenario, "-"), med, worst, m.Runs, seedList(m.Seeds))
+		first, toCatch := "-", "-"
+		if m.FirstSeed > 0 {
+			first, toCatch = fmt.Sprint(m.FirstSeed), m.ToCatch.Truncate(100*time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.Mutant, c, fired, orDefault(m.Scenario, "-"), first, toCatch, med, worst, m.Runs, seedList(m.Seeds))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d/%d mutants caught by their intended checker\n\n", caught, len(r.Mutants))
@@ -317,6 +363,13 @@ func (r Report) Write(w io.Writer) {
 	if u := r.Coverage.Unreached(); len(u) > 0 {
 		fmt.Fprintf(w, "UNREACHED failpoints (holes in the harness): %s\n", strings.Join(u, ", "))
 	}
+	if len(r.Branches.Rows) > 0 {
+		fmt.Fprintf(w, "\nbranch × fault coverage (the target's markers):\n")
+		r.Branches.Write(w)
+		if h := r.Branches.Holes(); len(h) > 0 {
+			fmt.Fprintf(w, "BRANCHES NEVER REACHED UNDER A FAULT (holes in the harness): %s\n", strings.Join(h, ", "))
+		}
+	}
 	fmt.Fprintf(w, "\ngate wall time: %v — %s\n", r.Wall.Truncate(time.Second), map[bool]string{true: "PASS", false: "FAIL"}[r.Passed()])
 }
 
@@ -338,4 +391,19 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// WriteTSV writes one tab-separated line per mutant — mutant, caught
+// (yes/no), the catching scenario, the first catching seed, the seconds to
+// catch (every run up to it), runs made — for scripts that compare two
+// gates (make bench: the general scenarios beside the focused ones).
+func (r Report) WriteTSV(w io.Writer) {
+	fmt.Fprintln(w, "mutant\tcaught\tscenario\tfirst_seed\tto_catch_s\truns")
+	for _, m := range r.Mutants {
+		c, first, secs := "no", "-", "-"
+		if m.Caught {
+			c, first, secs = "yes", fmt.Sprint(m.FirstSeed), fmt.Sprintf("%.1f", m.ToCatch.Seconds())
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", m.Mutant, c, orDefault(m.Scenario, "-"), first, secs, m.Runs)
+	}
 }

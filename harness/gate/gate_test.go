@@ -32,7 +32,7 @@ func TestGateFastSubset(t *testing.T) {
 		Manifest: m, Bin: bin, Failpts: fps, OutDir: t.TempDir(),
 		Env:     harness.Options{HealthTimeout: 30 * time.Second},
 		Mutants: mutants, MutantSeeds: 4, DetectSeeds: 1,
-		Reference: reference, ReferenceSeeds: 1,
+		Reference: reference, ReferenceSeeds: 1, Scale: 0.25,
 		Progress: func(s string) { progress.WriteString(s + "\n") },
 	})
 	if err != nil {
