@@ -2,8 +2,9 @@
 # `make run` (a chaos run against the reference target) and `make test`.
 GO       ?= go
 SEEDS    ?= 1-3
-SCENARIO ?= everything
+SCENARIO ?= swarm
 SEED     ?= 1
+SCALE    ?= 1
 
 PG_IMAGE ?= sagachaos/postgres:15-local
 
@@ -11,7 +12,7 @@ PG_IMAGE ?= sagachaos/postgres:15-local
 
 ## run: one chaos run of the reference target on the embedded defaults
 run:
-	$(GO) run ./cmd/sagachaos run --target reference --scenario $(SCENARIO) --seed $(SEED)
+	$(GO) run ./cmd/sagachaos run --target reference --scenario $(SCENARIO) --seed $(SEED) --scale $(SCALE)
 
 ## test: the whole test suite, then the race detector on the quick path, as CI runs it
 test:
@@ -64,9 +65,9 @@ scenarios:
 	  $(GO) run ./cmd/sagachaos run --target reference --scenario $$s --seeds $(SEEDS) --out runs/scenarios || fail=1; \
 	done; $(GO) run ./cmd/sagachaos report runs/scenarios >/dev/null; exit $$fail
 
-## soak: many seeds of the everything scenario
+## soak: many seeds of the swarm scenario (the reference must stay valid)
 soak:
-	$(GO) run ./cmd/sagachaos run --target reference --scenario everything --seeds 1-50 --out runs/soak
+	$(GO) run ./cmd/sagachaos run --target reference --scenario swarm --seeds 1-50 --out runs/soak
 
 ## fuzz: every parser of untrusted input, $(FUZZTIME) each (a finding lands in its package's testdata/fuzz/ and then runs in every `go test`)
 FUZZTIME ?= 60s
