@@ -92,7 +92,14 @@ func TestEveryReplayLineReplays(t *testing.T) {
 	if r.code == 2 {
 		t.Fatalf("selftest: exit 2\n%s", r.stderr)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(st, "*"))
+	// The run directories (the gate's table, gate.tsv, sits beside them).
+	var dirs []string
+	all, _ := filepath.Glob(filepath.Join(st, "*"))
+	for _, d := range all {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
 	if len(dirs) != 2 {
 		t.Fatalf("selftest run dirs %v, want a mutant run and a reference run", dirs)
 	}
