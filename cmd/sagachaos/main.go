@@ -60,7 +60,7 @@ func main() {
 	// one ends the harness at once.
 	ctx, stop := supervisor.NotifyContext(context.Background())
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	supervisor.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -50,6 +51,7 @@ func NotifyContext(parent context.Context) (ctx context.Context, stop func()) {
 		}
 		select {
 		case sig := <-ch:
+			aborting.Store(true)
 			Abort(AbortWait)
 			code := 130
 			if sig == syscall.SIGTERM {
@@ -60,6 +62,21 @@ func NotifyContext(parent context.Context) (ctx context.Context, stop func()) {
 		}
 	}()
 	return ctx, stop
+}
+
+// aborting is set once a second signal is ending the harness at once.
+var aborting atomic.Bool
+
+// Exit ends the process with code, unless a second signal is already
+// ending it at once: then the abort's own exit (130 or 143, within
+// AbortWait) wins. The ordinary path out of a run the first signal stopped
+// can finish before the abort hooks do; without this it would exit with
+// the run's code instead of the signal's.
+func Exit(code int) {
+	if aborting.Load() {
+		time.Sleep(AbortWait + time.Second)
+	}
+	os.Exit(code)
 }
 
 var aborts = struct {
