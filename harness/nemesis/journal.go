@@ -20,7 +20,9 @@ type JournalEntry struct {
 	// Position is the workload position of the op: the orders invoked
 	// before it.
 	Position int
-	Detail   map[string]string
+	// T is the op's time on the history's clock.
+	T      int64
+	Detail map[string]string
 }
 
 func (j JournalEntry) String() string {
@@ -53,7 +55,7 @@ func FaultJournal(h *models.History) []JournalEntry {
 			continue
 		}
 		out = append(out, JournalEntry{ID: fr.ID, Kind: fr.Kind, Phase: fr.Phase, Target: fr.Target, Effect: fr.Detail["effect"],
-			Failed: fr.Error != "", Error: fr.Error, Position: orders, Detail: fr.Detail})
+			Failed: fr.Error != "", Error: fr.Error, Position: orders, T: op.T, Detail: fr.Detail})
 	}
 	return out
 }
@@ -67,13 +69,33 @@ type Outcome struct {
 	// Position is the workload position where it took effect (its start,
 	// or where an armed fault fired); -1 when it never did.
 	Position int
+	// Trigger is the event that started it when its trigger was an event
+	// (the nemesis journals it as detail "trigger"), without where in the
+	// log the event sat: "PaymentCharged record #3 for orders". Empty for
+	// a fault triggered by the order count.
+	Trigger string
+
+	armedAt int // the workload position where it was armed
 }
 
 func (o Outcome) String() string {
-	if o.Position < 0 {
+	switch {
+	case o.Position < 0:
 		return o.What
+	case o.Trigger != "":
+		return fmt.Sprintf("%s at %s (order %d)", o.What, o.Trigger, o.Position)
 	}
 	return fmt.Sprintf("%s at order %d", o.What, o.Position)
+}
+
+// triggerEvent is the event of a journaled trigger without its place in
+// the log ("… at op 1234", "… at orders/2@17"), which differs from run to
+// run even when the event is the same.
+func triggerEvent(s string) string {
+	if i := strings.LastIndex(s, " at "); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // Outcomes folds a journal into one outcome per fault, in plan order.
@@ -92,17 +114,23 @@ func Outcomes(j []JournalEntry) []Outcome {
 		case e.Phase == models.PhaseFired:
 			o.What = fmt.Sprintf("fired on %s at hit %s", e.Detail["instance"], e.Detail["hit"])
 			o.Position = e.Position
+			o.Trigger = triggerEvent(e.Detail["trigger"])
 		case e.Failed && strings.HasPrefix(e.Error, "skipped"):
 			o.What = e.Error
 		case e.Failed && e.Phase != models.PhaseEnd:
 			o.What = "failed: " + e.Error
 		case e.Failed && e.Phase == models.PhaseEnd:
 			o.What += "; undo failed: " + e.Error
+		case e.Phase == models.PhaseEnd && o.What == "armed, never fired" && e.Detail["hits"] != "" && e.Detail["hits"] != "0":
+			// A fault armed for its window (a broker error on the next
+			// requests) took effect if its undo counted hits.
+			o.What, o.Position = "armed, hit "+e.Detail["hits"]+" times", o.armedAt
 		case e.Phase == models.PhaseStart || e.Phase == models.PhaseInstant:
-			o.What, o.Position = orDefault(e.Effect, "applied"), e.Position
-			if e.Effect == "armed" || (e.Kind == "failpoint" && e.Effect == "") {
-				// Armed is not an effect: only a fired entry is.
-				o.What, o.Position = "armed, never fired", -1
+			o.What, o.Position, o.Trigger = orDefault(e.Effect, "applied"), e.Position, triggerEvent(e.Detail["trigger"])
+			if armedOnly(e) {
+				// Armed is not an effect: only a fired entry is, or an
+				// undo that counted hits.
+				o.What, o.Position, o.Trigger, o.armedAt = "armed, never fired", -1, "", e.Position
 			}
 		}
 	}
@@ -121,11 +149,23 @@ func orDefault(s, d string) string {
 }
 
 // Fidelity compares the faults of a replay with the original's, fault by
-// fault: did each take the same effect, and at the same workload position?
+// fault: did each take the same effect, at the same workload position (or,
+// for a fault started by an event, at the same triggering event), and —
+// when both histories are at hand (CompareRuns) — did it meet the sagas at
+// the same steps?
 type Fidelity struct {
 	Faults     int // planned faults in the original
 	SameEffect int
 	SamePlace  int
+	// SameSteps counts the faults that took the same effect and found the
+	// in-flight sagas at the same set of moments (Hit); set by CompareRuns
+	// only (Steps true).
+	SameSteps int
+	Steps     bool
+	// StepsDiffer lists, for faults that took the same effect, where the
+	// sagas they met differ: "f3 kill payment: met 2 ChargePayment, 1
+	// placed; replay met 1 StockReserved".
+	StepsDiffer []string
 	// Differ lists the faults whose effect or position differ, as
 	// "f3 kill relay-1: killed at order 14, replay: already down: held by f2 at order 15".
 	Differ []string
@@ -151,7 +191,7 @@ func Compare(original, replay []JournalEntry) Fidelity {
 		if same {
 			f.SameEffect++
 		}
-		if same && r.Position == o.Position {
+		if same && samePlace(o, r) {
 			f.SamePlace++
 		} else {
 			f.Differ = append(f.Differ, fmt.Sprintf("%s %s %s: %s, replay: %s", o.ID, o.Kind, o.Target, o, r))
@@ -168,7 +208,59 @@ func Compare(original, replay []JournalEntry) Fidelity {
 	return f
 }
 
+// samePlace: an event-triggered fault is in place when the same event
+// started it (its workload position is then timing); any other fault when
+// it took effect at the same workload position.
+func samePlace(o, r Outcome) bool {
+	if o.Trigger != "" || r.Trigger != "" {
+		return o.Trigger == r.Trigger
+	}
+	return r.Position == o.Position
+}
+
+// CompareRuns is Compare of the two histories' journals, and for every
+// fault that took the same effect in both, whether it met the in-flight
+// sagas at the same moments (Hits).
+func CompareRuns(original, replay *models.History) Fidelity {
+	f := Compare(FaultJournal(original), FaultJournal(replay))
+	f.Steps = true
+	a, b := Outcomes(FaultJournal(original)), Outcomes(FaultJournal(replay))
+	got := map[string]Outcome{}
+	for _, o := range b {
+		got[o.ID] = o
+	}
+	ha, hb := hitsByID(Hits(original)), hitsByID(Hits(replay))
+	for _, o := range a {
+		r, ok := got[o.ID]
+		x, okA := ha[o.ID]
+		y, okB := hb[o.ID]
+		if !ok || r.What != o.What || !okA || !okB {
+			continue
+		}
+		if x.stepSet() == y.stepSet() {
+			f.SameSteps++
+			continue
+		}
+		f.StepsDiffer = append(f.StepsDiffer, fmt.Sprintf("%s %s %s: met %s; replay met %s", o.ID, o.Kind, o.Target, x.Steps(), y.Steps()))
+	}
+	return f
+}
+
+func hitsByID(hs []Hit) map[string]Hit {
+	out := map[string]Hit{}
+	for _, h := range hs {
+		if _, ok := out[h.ID]; !ok {
+			out[h.ID] = h
+		}
+	}
+	return out
+}
+
 // Line is the one-line summary repro prints.
 func (f Fidelity) Line() string {
-	return fmt.Sprintf("replay fidelity: %d/%d faults took the same effect, %d/%d at the same workload position", f.SameEffect, f.Faults, f.SamePlace, f.Faults)
+	s := fmt.Sprintf("replay fidelity: %d/%d faults took the same effect, %d/%d at the same workload position", f.SameEffect, f.Faults, f.SamePlace, f.Faults)
+	if f.Steps {
+		s += fmt.Sprintf(" or triggering event, %d/%d met the sagas at the same steps", f.SameSteps, f.Faults)
+	}
+	return s
 }
