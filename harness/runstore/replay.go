@@ -21,7 +21,10 @@ type Replay struct {
 	Mutant string
 	// Scenario is --scenario as the user gave it (a name or a file).
 	Scenario string
-	Seed     uint64
+	// Exact: Scenario is a concrete scenario.json (a corpus entry, a run's
+	// scenario.json), which runs as written: no --seed.
+	Exact bool
+	Seed  uint64
 	// TimeLimit is --time-limit; zero: the scenario's own.
 	TimeLimit time.Duration
 	// Flags are further flags that change what runs (the environment
@@ -41,7 +44,10 @@ func (r Replay) Line() string {
 	if r.Mutant != "" {
 		w = append(w, "--mutant", r.Mutant)
 	}
-	w = append(w, "--scenario", r.Scenario, "--seed", strconv.FormatUint(r.Seed, 10))
+	w = append(w, "--scenario", r.Scenario)
+	if !r.Exact {
+		w = append(w, "--seed", strconv.FormatUint(r.Seed, 10))
+	}
 	if r.TimeLimit > 0 {
 		w = append(w, "--time-limit", r.TimeLimit.String())
 	}

@@ -94,6 +94,7 @@ func TestReplayLine(t *testing.T) {
 		{Replay{Target: "reference", Scenario: "calm", Seed: 3, TimeLimit: 90e9}, "sagachaos run --target reference --scenario calm --seed 3 --time-limit 1m30s"},
 		{Replay{Target: "t.json", Scenario: "my scenario.json", Seed: 4, Flags: []string{"--postgres", "dsn"}}, "sagachaos run --target t.json --scenario 'my scenario.json' --seed 4 --postgres dsn"},
 		{Replay{RunDir: "runs/x-calm-1", Mutant: "ignored"}, "sagachaos repro runs/x-calm-1"},
+		{Replay{Target: "reference", Mutant: "dual-write", Scenario: "explore/c/runs/c0007/scenario.json", Exact: true, Seed: 9}, "sagachaos run --target reference --mutant dual-write --scenario explore/c/runs/c0007/scenario.json"},
 		{Replay{RunDir: "it's"}, `sagachaos repro 'it'\''s'`},
 	}
 	for _, c := range cases {
