@@ -1,189 +1,425 @@
-// Package shrink minimises a failing case: rapid redraws the scenario from
-// the failing seed and shrinks it, and every candidate is a real run.
+// Package shrink minimises a failing case. It works on the concrete
+// scenario (scenario.json), not on rapid's bitstream: delta debugging
+// (Zeller and Hildebrandt's ddmin) drops halves, then quarters, … then
+// single faults and orders, and a last pass simplifies what is left
+// (one client, the fewest relays, one line of one unit per order, no
+// duplicate submissions, shorter fault windows). Every candidate is a
+// real run of the target, retried up to Tries times because faults are
+// timing-sensitive, and the minimum is run Confirm more times to say how
+// reliably it fails.
+//
+// Why not rapid's shrinker: it edits the draws of the generator from the
+// start of its bitstream (removing groups, then lowering values draw by
+// draw), so its first candidates change the first orders' customers and
+// SKUs rather than the number of orders or faults, and with a few seconds
+// per real run a budget of minutes is spent before the order count moves.
+// A scenario reduced by ddmin is no longer a draw of the spec's generator
+// at all (order 3 of 12 dropped is not a bitstream edit), so rapid cannot
+// refine it either; the value pass does what rapid's value shrinking would,
+// knowing which values matter. harness.Check (the go-test API) keeps
+// rapid's shrinking: there the case is a draw and the property is the
+// user's.
 package shrink
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"testing"
+	"slices"
 	"time"
-
-	"pgregory.net/rapid"
 
 	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
 
 // Options configure Run.
 type Options struct {
-	Spec    *scenarios.Spec
-	Catalog scenarios.Catalog
-	Seed    uint64
+	// Scenario is the failing case, concrete.
+	Scenario scenarios.Scenario
+	// Want are the violation signatures (checker/kind) of the original
+	// failure: a candidate fails only if its verdict has one of them (a
+	// smaller case failing for another reason is another bug). Empty: any
+	// invalid verdict.
+	Want []string
 	// Tries: a candidate counts as failing if any of this many runs of it
-	// is invalid (faults are timing-sensitive; one pass proves little).
+	// fails (default 1); a passing candidate costs all of them.
 	Tries int
-	// Budget bounds the whole minimisation.
+	// Confirm is how many times the minimum is run again to measure its
+	// failure rate (default 3).
+	Confirm int
+	// MaxCandidates bounds the candidates (default 40): what a slow,
+	// loaded machine gets through is the same as a fast one's, only later.
+	MaxCandidates int
+	// Budget bounds the wall time (default 10m); whichever bound comes
+	// first ends the minimisation with the smallest failing case so far.
 	Budget time.Duration
-	// Base is used for every run; its Scenario and RunDir are set per try.
+	// Base is used for every run; its Scenario and RunDir are set per try,
+	// under Base.OutDir.
 	Base harness.Options
 	// Progress, when set, hears about each candidate.
 	Progress func(string)
+	// Run runs one case (default harness.Run); tests replace it.
+	Run func(context.Context, harness.Options) (harness.Result, error)
 }
 
 // Result is the smallest failing case found.
 type Result struct {
 	Minimal scenarios.Scenario
-	RunDir  string // a failing run of the minimal case
+	// RunDir is a failing run of the minimal case ("" if it is the
+	// original, never reduced).
+	RunDir string
+	// Candidates counts the candidates tried (each up to Tries runs),
+	// Accepted those that failed and became the new minimum; RunsMade all
+	// runs, confirmation runs included.
+	Candidates, Accepted, RunsMade int
 	// Runs and Failures count the confirmation runs of the minimal case:
-	// how reliably it fails.
+	// its observed failure rate is Failures/Runs.
 	Runs, Failures int
-	Candidates     int
+	// Stopped says why it ended: "done" (nothing smaller failed),
+	// "candidates", "budget" or "interrupted".
+	Stopped string
 }
 
-// shrinkTB adapts rapid's TB to a CLI: rapid drives the generator and the
-// shrinker; a failing property is recorded here instead of in *testing.T.
-type shrinkTB struct {
-	mu     sync.Mutex
-	failed bool
-	logs   []string
+// errStop ends the minimisation early (a bound was reached).
+type errStop string
+
+func (e errStop) Error() string { return string(e) }
+
+type shrinker struct {
+	o        Options
+	ctx      context.Context
+	deadline time.Time
+	res      *Result
+	best     scenarios.Scenario
 }
 
-func (t *shrinkTB) Helper()                      {}
-func (t *shrinkTB) Name() string                 { return "sagachaos-shrink" }
-func (t *shrinkTB) Logf(format string, a ...any) { t.Log(fmt.Sprintf(format, a...)) }
-func (t *shrinkTB) Log(a ...any) {
-	t.mu.Lock()
-	t.logs = append(t.logs, fmt.Sprint(a...))
-	t.mu.Unlock()
-}
-func (t *shrinkTB) Skipf(string, ...any)           { panic(errSkip) }
-func (t *shrinkTB) Skip(...any)                    { panic(errSkip) }
-func (t *shrinkTB) SkipNow()                       { panic(errSkip) }
-func (t *shrinkTB) Errorf(format string, a ...any) { t.Logf(format, a...); t.Fail() }
-func (t *shrinkTB) Error(a ...any)                 { t.Log(a...); t.Fail() }
-func (t *shrinkTB) Fatalf(format string, a ...any) { t.Logf(format, a...); t.FailNow() }
-func (t *shrinkTB) Fatal(a ...any)                 { t.Log(a...); t.FailNow() }
-func (t *shrinkTB) FailNow()                       { t.Fail(); panic(errFailNow) }
-func (t *shrinkTB) Fail()                          { t.mu.Lock(); t.failed = true; t.mu.Unlock() }
-func (t *shrinkTB) Failed() bool                   { t.mu.Lock(); defer t.mu.Unlock(); return t.failed }
-
-type sentinel string
-
-const (
-	errSkip    sentinel = "skip"
-	errFailNow sentinel = "fail-now"
-)
-
-var rapidFlagsOnce sync.Once
-
-// Run minimises a failing case: rapid redraws the scenario generator from
-// the failing seed and shrinks it (fewer orders, fewer faults, smaller
-// values), running the real target for every candidate. A candidate is
-// accepted as failing only if one of Tries runs is invalid; the minimal case
-// is then run Tries more times to say how reliably it fails.
-func Run(ctx context.Context, so Options) (res Result, err error) {
-	if so.Tries < 1 {
-		so.Tries = 1
+// Run minimises o.Scenario.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.Tries < 1 {
+		o.Tries = 1
 	}
-	if so.Budget <= 0 {
-		so.Budget = 10 * time.Minute
+	if o.Confirm < 1 {
+		o.Confirm = 3
 	}
-	// rapid reads testing's flags (it asks testing.Short), which exist only
-	// after testing.Init and read only after a Parse.
-	rapidFlagsOnce.Do(func() {
-		testing.Init()
-		if !flag.Parsed() {
-			_ = flag.CommandLine.Parse(nil)
-		}
-	})
-	// rapid reads its knobs from flags; these make it start from exactly
-	// the failing seed (its first case is Generate's Example for that
-	// seed), check one case, keep fail files out of the user's tree and
-	// stay within the budget.
-	for k, v := range map[string]string{
-		"rapid.seed": fmt.Sprint(so.Seed), "rapid.checks": "1", "rapid.nofailfile": "true",
-		"rapid.shrinktime": so.Budget.String(),
-	} {
-		if err := flag.Set(k, v); err != nil {
-			return res, fmt.Errorf("shrink: set %s: %w", k, err)
-		}
+	if o.MaxCandidates < 1 {
+		o.MaxCandidates = 40
 	}
-	gen := scenarios.ScenarioGen(so.Spec, so.Catalog)
-	var (
-		mu       sync.Mutex
-		smallest *scenarios.Scenario
-		smallDir string
-	)
-	runCase := func(sc scenarios.Scenario, label string) (bool, string) {
-		for try := 0; try < so.Tries; try++ {
-			o := so.Base
-			o.Scenario = sc
-			o.RunDir = filepath.Join(so.Base.OutDir, fmt.Sprintf("%s-%d-%s-%d", sc.Name, sc.Seed, label, try))
-			r, err := harness.Run(ctx, o)
-			if err == nil && r.Verdict.Status == models.Invalid {
-				return true, r.RunDir
-			}
-		}
-		return false, ""
+	if o.Budget <= 0 {
+		o.Budget = 10 * time.Minute
 	}
-	tb := &shrinkTB{}
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				if _, ok := p.(sentinel); !ok {
-					panic(p)
-				}
-			}
-		}()
-		rapid.Check(tb, func(t *rapid.T) {
-			if ctx.Err() != nil {
-				return
-			}
-			sc := gen.Draw(t, "scenario")
-			sc.Seed = so.Seed
-			mu.Lock()
-			res.Candidates++
-			n := res.Candidates
-			mu.Unlock()
-			if so.Progress != nil {
-				so.Progress(fmt.Sprintf("candidate %d: %d sagas, %d faults", n, len(sc.Workload.Sagas), len(sc.Faults)))
-			}
-			failed, dir := runCase(sc, fmt.Sprintf("c%d", n))
-			if failed {
-				mu.Lock()
-				if smallest == nil || size(sc) <= size(*smallest) {
-					c := sc
-					smallest, smallDir = &c, dir
-				}
-				mu.Unlock()
-				// rapid accepts a smaller case only if it fails with the
-				// same message at the same place: keep it constant (the
-				// run dir is recorded above, not in the message).
-				t.Fatalf("invalid verdict")
-			}
-		})
-	}()
-	if smallest == nil {
-		return res, fmt.Errorf("shrink: the case did not fail again in %d tries: it is timing-sensitive; rerun it with more --shrink-tries", so.Tries)
+	if o.Run == nil {
+		o.Run = harness.Run
 	}
-	res.Minimal, res.RunDir = *smallest, smallDir
-	for i := 0; i < so.Tries; i++ {
+	res := Result{Minimal: o.Scenario, Stopped: "done"}
+	s := &shrinker{o: o, ctx: ctx, deadline: time.Now().Add(o.Budget), res: &res, best: o.Scenario}
+	err := s.passes()
+	if stop, ok := err.(errStop); ok {
+		res.Stopped, err = string(stop), nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Minimal = s.best
+	if ctx.Err() != nil {
+		res.Stopped = "interrupted"
+		return res, nil
+	}
+	for i := 0; i < o.Confirm && ctx.Err() == nil; i++ {
 		res.Runs++
-		if ok, _ := runCase(res.Minimal, fmt.Sprintf("confirm%d", i)); ok {
+		failed, dir := s.runOnce(s.best, fmt.Sprintf("confirm%d", i+1))
+		if failed {
 			res.Failures++
+			if res.RunDir == "" {
+				res.RunDir = dir
+			}
 		}
 	}
 	return res, nil
 }
 
-func size(sc scenarios.Scenario) int {
-	n := len(sc.Workload.Sagas)*10 + len(sc.Faults)*100
-	for _, o := range sc.Workload.Sagas {
-		n += len(o.Body) / 16
+func (s *shrinker) passes() error {
+	// Faults first: a bug that needs none is found at once, and fewer
+	// faults make every later run steadier.
+	if len(s.best.Faults) > 0 {
+		if _, err := s.try(withFaults(s.best, nil), "no faults"); err != nil {
+			return err
+		}
+	}
+	if err := s.ddmin("orders", func() int { return len(s.best.Workload.Orders) },
+		func(keep []int) scenarios.Scenario { return withOrders(s.best, keep) }); err != nil {
+		return err
+	}
+	if err := s.ddmin("faults", func() int { return len(s.best.Faults) },
+		func(keep []int) scenarios.Scenario { return withFaults(s.best, keep) }); err != nil {
+		return err
+	}
+	for _, v := range simplifications {
+		c, ok := v.apply(s.best)
+		if !ok {
+			continue
+		}
+		if _, err := s.try(c, v.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ddmin minimises the units of the current best (orders or faults) by
+// Zeller's ddmin: with the units cut into k chunks, keep any chunk that
+// fails alone, else any complement that fails, else cut finer; done when
+// no single unit can be removed. At least one unit stays (the case with
+// none was tried first, for faults; a case needs an order).
+func (s *shrinker) ddmin(what string, count func() int, build func(keep []int) scenarios.Scenario) error {
+	k := 2
+	for {
+		n := count()
+		if n < 2 {
+			return nil
+		}
+		items := make([]int, n)
+		for i := range items {
+			items[i] = i
+		}
+		chunks := split(items, k)
+		reduced := false
+		for i, c := range chunks {
+			ok, err := s.try(build(c), fmt.Sprintf("%s: chunk %d/%d, %d of %d", what, i+1, len(chunks), len(c), n))
+			if err != nil {
+				return err
+			}
+			if ok {
+				k, reduced = max(k-1, 2), true
+				break
+			}
+		}
+		if !reduced && k > 2 {
+			for i := range chunks {
+				comp := complement(items, chunks[i])
+				ok, err := s.try(build(comp), fmt.Sprintf("%s: all but chunk %d/%d, %d of %d", what, i+1, len(chunks), len(comp), n))
+				if err != nil {
+					return err
+				}
+				if ok {
+					k, reduced = max(k-1, 2), true
+					break
+				}
+			}
+		}
+		if !reduced {
+			if k >= n {
+				return nil
+			}
+			k = min(2*k, n)
+		}
+	}
+}
+
+// try runs a candidate (up to Tries times) and makes it the minimum if it
+// fails; it reports whether it did.
+func (s *shrinker) try(cand scenarios.Scenario, label string) (bool, error) {
+	switch {
+	case s.ctx.Err() != nil:
+		return false, errStop("interrupted")
+	case s.res.Candidates >= s.o.MaxCandidates:
+		return false, errStop("candidates")
+	case time.Now().After(s.deadline):
+		return false, errStop("budget")
+	}
+	s.res.Candidates++
+	n := s.res.Candidates
+	failed := false
+	var dir string
+	for t := 0; t < s.o.Tries && !failed && s.ctx.Err() == nil; t++ {
+		failed, dir = s.runOnce(cand, fmt.Sprintf("c%d-%d", n, t+1))
+	}
+	verdict := "passed"
+	if failed {
+		verdict = "failed: the new minimum"
+		s.best, s.res.RunDir = cand, dir
+		s.res.Accepted++
+	}
+	if s.o.Progress != nil {
+		s.o.Progress(fmt.Sprintf("candidate %d (%s): %d orders, %d faults — %s", n, label, len(cand.Workload.Orders), len(cand.Faults), verdict))
+	}
+	return failed, nil
+}
+
+func (s *shrinker) runOnce(sc scenarios.Scenario, label string) (bool, string) {
+	o := s.o.Base
+	o.Scenario = sc
+	o.RunDir = filepath.Join(s.o.Base.OutDir, fmt.Sprintf("%s-%d-%s", sc.Name, sc.Seed, label))
+	s.res.RunsMade++
+	r, err := s.o.Run(s.ctx, o)
+	if err != nil || r.Verdict.Status != models.Invalid {
+		return false, r.RunDir
+	}
+	if len(s.o.Want) == 0 {
+		return true, r.RunDir
+	}
+	for _, res := range r.Verdict.Results {
+		for _, v := range res.Violations {
+			ch := v.Checker
+			if ch == "" {
+				ch = res.Checker
+			}
+			if slices.Contains(s.o.Want, ch+"/"+v.Kind) {
+				return true, r.RunDir
+			}
+		}
+	}
+	return false, r.RunDir
+}
+
+// withOrders keeps the orders at indices keep; every fault triggered by
+// the order count moves so that it fires after the same kept orders.
+func withOrders(sc scenarios.Scenario, keep []int) scenarios.Scenario {
+	out := sc
+	out.Workload.Orders = nil
+	for _, i := range keep {
+		out.Workload.Orders = append(out.Workload.Orders, sc.Workload.Orders[i])
+	}
+	out.Faults = slices.Clone(sc.Faults)
+	for j := range out.Faults {
+		before := 0
+		for _, i := range keep {
+			if i < sc.Faults[j].AfterOrders {
+				before++
+			}
+		}
+		out.Faults[j].AfterOrders = before
+	}
+	return out
+}
+
+// withFaults keeps the faults at indices keep (ids unchanged, so a
+// minimum's faults still name the original's).
+func withFaults(sc scenarios.Scenario, keep []int) scenarios.Scenario {
+	out := sc
+	out.Faults = nil
+	for _, i := range keep {
+		out.Faults = append(out.Faults, sc.Faults[i])
+	}
+	return out
+}
+
+// simplifications are the value pass: each makes one kind of value as
+// simple as it gets, for the whole case at once.
+var simplifications = []struct {
+	name  string
+	apply func(scenarios.Scenario) (scenarios.Scenario, bool)
+}{
+	{"one client", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		if sc.Workload.Clients <= 1 {
+			return sc, false
+		}
+		out := sc
+		out.Workload.Clients = 1
+		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
+		for i := range out.Workload.Orders {
+			out.Workload.Orders[i].Client = 0
+		}
+		return out, true
+	}},
+	{"one relay", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		if sc.Replicas["relay"] <= 1 {
+			return sc, false
+		}
+		for _, f := range sc.Faults {
+			if aimsAtReplica(f) {
+				return sc, false // the fault needs the other relays
+			}
+		}
+		out := sc
+		out.Replicas = map[string]int{}
+		for k, v := range sc.Replicas {
+			out.Replicas[k] = v
+		}
+		out.Replicas["relay"] = 1
+		return out, true
+	}},
+	{"one unit of one line per order", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		out := sc
+		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
+		changed := false
+		for i := range out.Workload.Orders {
+			o := &out.Workload.Orders[i]
+			if len(o.Items) > 1 || len(o.Items) == 1 && o.Items[0].Qty > 1 {
+				price := o.Total / int64(max(1, totalQty(o.Items)))
+				o.Items = []models.Item{{SKU: o.Items[0].SKU, Qty: 1}}
+				o.Total = price
+				changed = true
+			}
+		}
+		return out, changed
+	}},
+	{"single submissions", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		out := sc
+		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
+		changed := false
+		for i := range out.Workload.Orders {
+			if out.Workload.Orders[i].Submissions > 1 {
+				out.Workload.Orders[i].Submissions, changed = 1, true
+			}
+		}
+		return out, changed
+	}},
+	{"half the fault windows", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		out := sc
+		out.Faults = slices.Clone(sc.Faults)
+		changed := false
+		for i := range out.Faults {
+			if d := out.Faults[i].Duration; d >= scenarios.Duration(100*time.Millisecond) {
+				out.Faults[i].Duration, changed = d/2, true
+			}
+		}
+		return out, changed
+	}},
+}
+
+// aimsAtReplica: a fault aimed at a relay other than the first.
+func aimsAtReplica(f scenarios.Fault) bool {
+	target := f.Target
+	if k, err := f.Spec(); err == nil {
+		if a, ok := k.(faults.StartArmed); ok {
+			target, _, _, _ = a.Arm(f.View())
+		}
+	}
+	for _, p := range []string{"relay-2", "relay-3", "relay-4", "relay-5", "relay-6", "relay-7", "relay-8"} {
+		if len(target) >= len(p) && target[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
+
+func totalQty(items []models.Item) int {
+	n := 0
+	for _, it := range items {
+		n += it.Qty
 	}
 	return n
+}
+
+// split cuts items into k chunks of near-equal size.
+func split(items []int, k int) [][]int {
+	k = min(k, len(items))
+	var out [][]int
+	for i := 0; i < k; i++ {
+		lo, hi := i*len(items)/k, (i+1)*len(items)/k
+		out = append(out, slices.Clone(items[lo:hi]))
+	}
+	return out
+}
+
+func complement(items, chunk []int) []int {
+	var out []int
+	for _, x := range items {
+		if !slices.Contains(chunk, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
