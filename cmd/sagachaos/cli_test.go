@@ -134,6 +134,11 @@ func TestBadInputsExitTwoWithOneLine(t *testing.T) {
 		{"target crashes on start", []string{"run", "--target", "testdata/crash-on-start.json", "--scenario", "calm"}, "orders"},
 		{"target never healthy", []string{"run", "--target", "testdata/never-healthy.json", "--scenario", "calm", "--health-timeout", "2s"}, "never became healthy"},
 		{"check without run dir", []string{"check", "/nonexistent-run"}, "nonexistent-run"},
+		{"concrete scenario with a seed", []string{"run", "--scenario", "testdata/concrete-bad-target.json", "--seed", "4"}, "runs as written"},
+		{"concrete scenario aimed at nothing", []string{"run", "--scenario", "testdata/concrete-bad-target.json"}, "relay-9"},
+		{"explore from a concrete scenario", []string{"explore", "--scenario", "testdata/concrete-bad-target.json", "--runs", "1"}, "spec of ranges"},
+		{"explore without bounds", []string{"explore", "--budget", "0"}, "--budget or --runs"},
+		{"repro --until and --times", []string{"repro", "--until", "2", "--times", "2", "/nonexistent-run"}, "not both"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 	}
 	for _, c := range cases {
@@ -282,16 +287,14 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 
 // TestShrinkMinimises: a planted bug found on a multi-order case shrinks to
 // a smaller case that still fails, and the CLI says how reliably it fails.
+// The shrink is bounded by candidates, not by wall time: delta debugging
+// halves the orders with its first candidates, so six candidates reduce
+// the case on a loaded machine as on an idle one (the wall-time budget is
+// only a backstop).
 func TestShrinkMinimises(t *testing.T) {
-	// Shrinking runs the real target dozens of times; the quick path gives
-	// it less time, enough for a few accepted shrinks.
-	budget := "60s"
-	if testing.Short() {
-		budget = "20s"
-	}
 	out := t.TempDir()
 	var seed, orders int
-	// Find a seed whose first case has several orders and fails.
+	// Find a seed whose case has several orders and fails.
 	for s := 1; s <= 10 && seed == 0; s++ {
 		r := sagachaos(t, "run", "--mutant", "email-before-pivot", "--scenario", "testdata/small-calm.json", "--seed", fmt.Sprint(s), "--out", filepath.Join(out, "find"))
 		if r.code == 1 {
@@ -307,14 +310,17 @@ func TestShrinkMinimises(t *testing.T) {
 		t.Fatal("no seed in 1-10 gave a failing multi-order case to shrink")
 	}
 	r := sagachaos(t, "run", "--mutant", "email-before-pivot", "--scenario", "testdata/small-calm.json", "--seed", fmt.Sprint(seed),
-		"--shrink", "--shrink-tries", "1", "--shrink-budget", budget, "--out", filepath.Join(out, "shrink"))
+		"--shrink", "--shrink-tries", "1", "--shrink-candidates", "6", "--shrink-confirm", "2", "--shrink-budget", "30m", "--out", filepath.Join(out, "shrink"))
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	var minimal, runs, fails int
+	var minimal, candidates, runs, fails int
 	for _, l := range strings.Split(r.stdout, "\n") {
 		if strings.HasPrefix(l, "minimal case:") {
 			fmt.Sscanf(l, "minimal case: %d sagas", &minimal)
+			if i := strings.Index(l, "after "); i >= 0 {
+				fmt.Sscanf(l[i:], "after %d candidates", &candidates)
+			}
 			if i := strings.Index(l, "it failed "); i >= 0 {
 				fmt.Sscanf(l[i:], "it failed %d of %d", &fails, &runs)
 			}
@@ -323,14 +329,41 @@ func TestShrinkMinimises(t *testing.T) {
 	if minimal == 0 || minimal >= orders {
 		t.Fatalf("shrunk %d orders to %d, want fewer\n%s", orders, minimal, r.stdout)
 	}
-	if runs == 0 {
-		t.Fatalf("no confirmation runs reported\n%s", r.stdout)
+	if candidates == 0 || candidates > 6 {
+		t.Errorf("%d candidates, bounded at 6\n%s", candidates, r.stdout)
 	}
-	// The line that replays the minimal case runs exactly that case.
-	if lines := linesAfter(r.stdout, "replay it:"); len(lines) == 1 {
-		dir := strings.TrimPrefix(lines[0], "sagachaos repro ")
-		sameScenario(t, lines[0], dir, replay(t, lines[0], filepath.Join(out, "replay")))
-	} else {
+	if runs != 2 {
+		t.Fatalf("%d confirmation runs reported, want 2\n%s", runs, r.stdout)
+	}
+	// The line that replays the minimal case runs exactly that case, and
+	// that case still declines a card.
+	lines := linesAfter(r.stdout, "replay it:")
+	if len(lines) != 1 {
 		t.Fatalf("replay lines %q\n%s", lines, r.stdout)
 	}
+	dir := strings.TrimPrefix(lines[0], "sagachaos repro ")
+	sameScenario(t, lines[0], dir, replay(t, lines[0], filepath.Join(out, "replay")))
+	// It fails the way the original did (shrinking keeps the signature).
+	if c := sagachaos(t, "check", dir); c.code != 1 || !strings.Contains(r.stdout, "shows "+firstViolation(c.stdout)) {
+		t.Errorf("the minimal case: check exit %d, violation %q not the one shrunk for\n%s", c.code, firstViolation(c.stdout), r.stdout)
+	}
+}
+
+// firstViolation is "checker/kind" of the first FAIL line of a verdict
+// printed by the terminal report ("  FAIL pivot … — order o-1 before-pivot: …").
+func firstViolation(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "FAIL" {
+			continue
+		}
+		if i := strings.Index(l, " — order "); i >= 0 {
+			rest := strings.Fields(l[i+len(" — order "):])
+			if len(rest) > 1 {
+				return f[1] + "/" + strings.TrimSuffix(rest[1], ":")
+			}
+		}
+		return f[1]
+	}
+	return ""
 }

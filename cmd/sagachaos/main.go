@@ -19,7 +19,10 @@ const usage = `sagachaos — chaos and correctness testing for sagas and transac
 
 usage:
   sagachaos run    [--target reference] [--mutant M] --scenario S [--seed N | --seeds 1-50 [--keep failing|all]] [--shard i/n] [--out runs] [--time-limit 3m] [--scale F] [--plan] [--shrink]
-  sagachaos repro  RUN_DIR            replay a run: same scenario.json, same seed
+  sagachaos explore [--target reference] [--mutant M] [--scenario S] [--budget 30m] [--runs N] [--corpus DIR] [--seed N] [--scale F] [--keep-going]
+                                      a coverage-guided campaign: keep the scenarios that reach something new, mutate them
+  sagachaos repro  RUN_DIR|FILE [--until N | --times N]
+                                      replay a run's scenario.json; --until: rerun until the violation recurs; say how faithfully
   sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
   sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
   sagachaos list   scenarios|faults|checkers|mutants|failpoints
@@ -60,7 +63,7 @@ func main() {
 	// one ends the harness at once.
 	ctx, stop := supervisor.NotifyContext(context.Background())
 	defer stop()
-	supervisor.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -74,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "repro":
 		err = cmdRepro(ctx, args[1:], stdout, stderr)
+	case "explore":
+		err = cmdExplore(ctx, args[1:], stdout, stderr)
 	case "check":
 		err = cmdCheck(args[1:], stdout, stderr)
 	case "report":

@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness"
 	"github.com/sagachaos/sagachaos/harness/env"
+	"github.com/sagachaos/sagachaos/harness/explore"
 	"github.com/sagachaos/sagachaos/harness/nemesis"
 	"github.com/sagachaos/sagachaos/harness/runstore"
 	"github.com/sagachaos/sagachaos/harness/shrink"
@@ -80,15 +82,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var (
 		targetName = fs.String("target", "reference", "target: a name under targets/ or a manifest .json path")
 		mutant     = fs.String("mutant", "", "switch on a planted bug (sagachaos list mutants)")
-		scenario   = fs.String("scenario", "everything", "named scenario (sagachaos list scenarios) or a scenario .json file")
+		scenario   = fs.String("scenario", "everything", "named scenario (sagachaos list scenarios), a scenario .json file of ranges, or a concrete scenario.json (a run's, a corpus entry of explore) that runs as written")
 		seed       = fs.Uint64("seed", 1, "seed of the run")
 		seeds      = fs.String("seeds", "", "many seeds: 1-50, 1,4,9-12 (overrides --seed)")
 		shard      = fs.String("shard", "", "run only shard i/n of the seeds")
 		out        = fs.String("out", "runs", "directory for run directories")
 		timeLimit  = fs.Duration("time-limit", 0, "bound the workload phase (default: the scenario's)")
-		shrink     = fs.Bool("shrink", false, "on a violation, minimise the failing case with rapid")
-		shrinkTry  = fs.Int("shrink-tries", 2, "with --shrink: a smaller case counts as failing if one of this many runs fails")
-		shrinkTime = fs.Duration("shrink-budget", 10*time.Minute, "with --shrink: bound the minimisation")
+		doShrink   = fs.Bool("shrink", false, "on a violation, minimise the failing case (delta debugging of its orders and faults, then a value pass; every candidate a real run)")
+		shrinkTry  = fs.Int("shrink-tries", 2, "with --shrink: the re-try budget per candidate: it counts as failing if one of this many runs fails")
+		shrinkMax  = fs.Int("shrink-candidates", 40, "with --shrink: bound the candidates tried")
+		shrinkConf = fs.Int("shrink-confirm", 3, "with --shrink: run the minimal case this many more times for its observed failure rate")
+		shrinkTime = fs.Duration("shrink-budget", 10*time.Minute, "with --shrink: bound the minimisation's wall time")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
 		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 		keep       = fs.String("keep", "", "run directories to keep: failing (default with --seeds: a valid run leaves only its line in OUT/summary.jsonl) or all")
@@ -105,20 +109,32 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	spec, err := scenarios.Load(*scenario)
+	spec, exact, err := loadScenarioArg(*scenario)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
 	if *scale <= 0 {
 		return fail(2, "--scale %v: want a positive factor", *scale)
 	}
-	spec = spec.Scaled(*scale)
+	if spec != nil {
+		spec = spec.Scaled(*scale)
+	}
 	flags := ef.args()
 	if *scale != 1 {
 		flags = append(flags, "--scale", strconv.FormatFloat(*scale, 'g', -1, 64))
 	}
 	if err := target.ValidateMutant(m, *mutant); err != nil {
 		return fail(2, "%v", err)
+	}
+	if exact != nil {
+		seedSet := false
+		fs.Visit(func(f *flag.Flag) {
+			seedSet = seedSet || f.Name == "seed" || f.Name == "seeds" || f.Name == "shard" || f.Name == "scale"
+		})
+		if seedSet {
+			return fail(2, "--scenario %s is a concrete scenario: it runs as written, with no seed to draw (drop --seed/--seeds/--scale; to rerun it N times: sagachaos repro RUN_DIR --times N)", *scenario)
+		}
+		*seed = exact.Seed
 	}
 	list := []uint64{*seed}
 	if *seeds != "" {
@@ -153,8 +169,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sw = newSweep(*out, *keep, *seeds, *shard, len(list), stdout, stderr)
 	}
 	for _, s := range list {
-		sc, err := scenarios.Generate(spec, s, cat)
-		if err != nil {
+		var sc scenarios.Scenario
+		if exact != nil {
+			sc = *exact
+			if err := explore.ValidFor(cat, sc); err != nil {
+				return fail(2, "%s: %v", *scenario, err)
+			}
+		} else if sc, err = scenarios.Generate(spec, s, cat); err != nil {
 			return fail(2, "%v", err)
 		}
 		if *timeLimit > 0 {
@@ -165,17 +186,19 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "%s\n", b)
 			continue
 		}
-		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Seed: s, TimeLimit: *timeLimit, Flags: flags}.Line()
+		repro := runstore.Replay{Target: *targetName, Mutant: *mutant, Scenario: *scenario, Exact: exact != nil, Seed: s, TimeLimit: *timeLimit, Flags: flags}.Line()
 		o := harness.Options{Manifest: m, Mutant: *mutant, Scenario: sc, OutDir: *out, Env: ef.config(), Repro: repro, Logger: log, Bin: bin, HealthTimeout: *health}
 		var code int
+		var v models.Verdict
 		if sw != nil {
-			code = sweepOne(ctx, sw, s, o)
+			code, v = sweepOne(ctx, sw, s, o)
 		} else {
-			code = runOne(ctx, o, stdout, stderr)
+			code, v = runOneVerdict(ctx, o, stdout, stderr)
 		}
 		worst = worse(worst, code)
-		if code == 1 && *shrink {
-			shrinkCase(ctx, spec, cat, s, *shrinkTry, *shrinkTime, harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin}, stdout, stderr)
+		if code == 1 && *doShrink {
+			shrinkCase(ctx, sc, explore.ViolationKeys(v), shrink.Options{Tries: *shrinkTry, MaxCandidates: *shrinkMax, Confirm: *shrinkConf, Budget: *shrinkTime,
+				Base: harness.Options{Manifest: m, Mutant: *mutant, OutDir: filepath.Join(*out, "shrink"), Env: ef.config(), Logger: log, Bin: bin, HealthTimeout: *health}}, stdout, stderr)
 		}
 		if ctx.Err() != nil {
 			break
@@ -204,18 +227,41 @@ func worse(a, b int) int {
 }
 
 // sweepOne runs one case of a --seeds sweep; the sweep prints its line.
-func sweepOne(ctx context.Context, sw *sweep, seed uint64, o harness.Options) int {
+// It returns the exit code and the verdict (what --shrink minimises).
+func sweepOne(ctx context.Context, sw *sweep, seed uint64, o harness.Options) (int, models.Verdict) {
 	sw.begin(seed)
 	if sw.tty {
 		o.Status = sw.status(seed)
 	}
 	t0 := time.Now()
 	res, err := harness.Run(ctx, o)
-	return sw.record(seed, res, err, time.Since(t0))
+	return sw.record(seed, res, err, time.Since(t0)), res.Verdict
+}
+
+// loadScenarioArg reads --scenario: a concrete scenario.json (returned as
+// exact: it runs as written) or a spec of ranges, by name or file.
+func loadScenarioArg(arg string) (*scenarios.Spec, *scenarios.Scenario, error) {
+	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, '/') {
+		sf, err := runstore.ReadScenarioFile(arg)
+		switch {
+		case err == nil:
+			return nil, &sf.Scenario, nil
+		case !errors.Is(err, runstore.ErrNotConcrete) && !errors.Is(err, os.ErrNotExist):
+			return nil, nil, err
+		}
+	}
+	spec, err := scenarios.Load(arg)
+	return spec, nil, err
 }
 
 // runOne runs one case and prints its summary; it returns the exit code.
 func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) int {
+	code, _ := runOneVerdict(ctx, o, stdout, stderr)
+	return code
+}
+
+// runOneVerdict is runOne that also returns the verdict.
+func runOneVerdict(ctx context.Context, o harness.Options, stdout, stderr io.Writer) (int, models.Verdict) {
 	tty := isTerminal(stderr)
 	if tty {
 		o.Status = func(s harness.Status) {
@@ -239,14 +285,14 @@ func runOne(ctx context.Context, o harness.Options, stdout, stderr io.Writer) in
 		} else {
 			fmt.Fprintf(stderr, "sagachaos: %v\n", oneLine(err))
 		}
-		return 2
+		return 2, res.Verdict
 	}
 	_ = reports.WriteTerminal(stdout, res.Verdict, filepath.Join(res.RunDir, "report.html"), tty && isTerminal(stdout))
 	code := res.Verdict.Status.ExitCode()
 	if code != 0 {
 		fmt.Fprintf(stdout, "replay the exact scenario.json: %s\n", runstore.Replay{RunDir: res.RunDir}.Line())
 	}
-	return code
+	return code, res.Verdict
 }
 
 func oneLine(err error) string {
@@ -266,18 +312,22 @@ func isTerminal(w io.Writer) bool {
 func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("repro", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "directory for the replay's run directory (default: next to the original)")
+	out := fs.String("out", "", "directory for the replays' run directories (default: next to the original)")
+	until := fs.Int("until", 0, "rerun until the violation recurs, at most this many times, and report the rate")
+	times := fs.Int("times", 0, "rerun exactly this many times and report how often the violation recurred")
 	verbose := fs.Bool("v", false, "log the harness's phases to stderr")
 	var ef envFlags
 	ef.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(reorderArgs(fs, args)); err != nil {
 		return &exitError{code: 2}
 	}
 	if fs.NArg() != 1 {
-		return fail(2, "repro: want one RUN_DIR")
+		return fail(2, "repro: want one RUN_DIR (or a scenario.json file)")
 	}
-	dir := fs.Arg(0)
-	sf, err := runstore.ReadScenario(dir)
+	if *until < 0 || *times < 0 || *until > 0 && *times > 0 {
+		return fail(2, "repro: give --until N or --times N (N ≥ 1), not both")
+	}
+	dir, sf, err := reproSource(fs.Arg(0))
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -298,39 +348,195 @@ func cmdRepro(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fail(2, "%v", err)
 	}
 	if *out == "" {
-		*out = filepath.Dir(filepath.Clean(dir))
+		*out = filepath.Dir(filepath.Clean(fs.Arg(0)))
+		if dir != "" {
+			*out = filepath.Dir(filepath.Clean(dir))
+		}
 	}
-	o := harness.Options{Manifest: m, Mutant: sf.Mutant, Scenario: sf.Scenario, OutDir: *out, Env: ef.config(),
-		Repro: runstore.Replay{RunDir: dir}.Line(), Logger: newLogger(stderr, *verbose), Bin: bin}
-	o.RunDir = filepath.Join(*out, runstore.DirName(sf.Scenario, time.Now())+"-repro")
-	code := runOne(ctx, o, stdout, stderr)
-	if orig, err := models.ReadHistoryFile(filepath.Join(dir, "history.jsonl")); err == nil {
-		if again, err := models.ReadHistoryFile(filepath.Join(o.RunDir, "history.jsonl")); err == nil {
-			f := nemesis.Compare(nemesis.FaultJournal(orig), nemesis.FaultJournal(again))
-			fmt.Fprintln(stdout, f.Line())
-			for _, d := range f.Differ {
-				fmt.Fprintf(stdout, "  differs: %s\n", d)
+	// What the original showed: its violations (the recurrence to look
+	// for) and its history (what the fidelity compares with).
+	var want []string
+	var orig *models.History
+	if dir != "" {
+		if v, err := reports.ReadVerdict(filepath.Join(dir, runstore.VerdictFile)); err == nil {
+			want = explore.ViolationKeys(v)
+		}
+		orig, _ = models.ReadHistoryFile(filepath.Join(dir, runstore.HistoryFile))
+	}
+	replayOf := fs.Arg(0)
+	if dir != "" {
+		replayOf = dir
+	}
+	n := max(1, *until, *times)
+	recurred, made := 0, 0
+	worst := -1
+	var rates []string
+	for i := 1; i <= n && ctx.Err() == nil; i++ {
+		o := harness.Options{Manifest: m, Mutant: sf.Mutant, Scenario: sf.Scenario, OutDir: *out, Env: ef.config(),
+			Repro: runstore.Replay{RunDir: replayOf}.Line(), Logger: newLogger(stderr, *verbose), Bin: bin}
+		suffix := "-repro"
+		if n > 1 {
+			suffix = fmt.Sprintf("-repro%d", i)
+		}
+		o.RunDir = filepath.Join(*out, runstore.DirName(sf.Scenario, time.Now())+suffix)
+		if n > 1 {
+			fmt.Fprintf(stdout, "replay %d of at most %d:\n", i, n)
+		}
+		code, v := runOneVerdict(ctx, o, stdout, stderr)
+		made++
+		worst = worse(worst, code)
+		got := explore.ViolationKeys(v)
+		again := v.Status == models.Invalid && (len(want) == 0 || intersects(got, want))
+		if again {
+			recurred++
+		}
+		if orig != nil {
+			if h, err := models.ReadHistoryFile(filepath.Join(o.RunDir, runstore.HistoryFile)); err == nil {
+				f := nemesis.CompareRuns(orig, h)
+				fmt.Fprintln(stdout, f.Line())
+				for _, d := range f.Differ {
+					fmt.Fprintf(stdout, "  differs: %s\n", d)
+				}
+				for _, d := range f.StepsDiffer {
+					fmt.Fprintf(stdout, "  sagas differ: %s\n", d)
+				}
+				for _, nf := range f.NeverFired {
+					fmt.Fprintf(stdout, "  %s\n", nf)
+				}
+				rates = append(rates, fmt.Sprintf("replay %d: %s, %d/%d same effect, %d/%d same place, %d/%d same saga steps", i, orDefault(string(v.Status), "no verdict"), f.SameEffect, f.Faults, f.SamePlace, f.Faults, f.SameSteps, f.Faults))
 			}
-			for _, n := range f.NeverFired {
-				fmt.Fprintf(stdout, "  %s\n", n)
+		}
+		if *until > 0 && again {
+			break
+		}
+	}
+	if n > 1 {
+		what := "the violation (" + strings.Join(want, ", ") + ")"
+		if len(want) == 0 {
+			what = "a violation"
+		}
+		fmt.Fprintf(stdout, "repro: %s recurred in %d of %d replays (rate %d/%d)", what, recurred, made, recurred, made)
+		if *until > 0 && recurred > 0 {
+			fmt.Fprintf(stdout, "; stopped at the first recurrence")
+		}
+		fmt.Fprintln(stdout)
+		for _, r := range rates {
+			fmt.Fprintf(stdout, "  %s\n", r)
+		}
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: 2}
+	}
+	if n > 1 {
+		// The answer is whether it recurred: 1 if it did, 0 if it never
+		// did, 2 if a replay could not run at all and none recurred.
+		switch {
+		case recurred > 0:
+			return &exitError{code: 1}
+		case worst == 2:
+			return &exitError{code: 2}
+		}
+		return nil
+	}
+	if worst == 0 {
+		return nil
+	}
+	return &exitError{code: worst}
+}
+
+// reproSource reads what repro replays: a run directory (its scenario.json
+// and, for the fidelity, its history) or a scenario.json file (a corpus
+// entry; a run directory's own scenario.json counts as its directory).
+func reproSource(arg string) (dir string, sf runstore.Scenario, err error) {
+	st, err := os.Stat(arg)
+	if err != nil {
+		return "", sf, fmt.Errorf("read run dir: %w", err)
+	}
+	if st.IsDir() {
+		sf, err = runstore.ReadScenario(arg)
+		return arg, sf, err
+	}
+	sf, err = runstore.ReadScenarioFile(arg)
+	if errors.Is(err, runstore.ErrNotConcrete) {
+		return "", sf, fmt.Errorf("%s is not a concrete scenario (a run's scenario.json or a corpus entry)", arg)
+	}
+	if err != nil {
+		return "", sf, err
+	}
+	if parent := filepath.Dir(arg); filepath.Base(arg) == runstore.ScenarioFile {
+		if _, err := os.Stat(filepath.Join(parent, runstore.HistoryFile)); err == nil {
+			dir = parent
+		}
+	}
+	if sf.Target == "" {
+		sf.Target = "reference"
+	}
+	return dir, sf, nil
+}
+
+// reorderArgs lets flags follow the positional argument (repro DIR
+// --until 5), as they may precede it.
+func reorderArgs(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
 			}
 		}
 	}
-	if code == 0 {
-		return nil
-	}
-	return &exitError{code: code}
+	return append(flags, pos...)
 }
 
-func shrinkCase(ctx context.Context, spec *scenarios.Spec, cat scenarios.Catalog, seed uint64, tries int, budget time.Duration, base harness.Options, stdout, stderr io.Writer) {
-	fmt.Fprintf(stdout, "shrinking seed %d (each candidate is a real run; a candidate fails if 1 of %d runs is invalid) …\n", seed, tries)
-	res, err := shrink.Run(ctx, shrink.Options{Spec: spec, Catalog: cat, Seed: seed, Tries: tries, Budget: budget, Base: base,
-		Progress: func(s string) { fmt.Fprintln(stderr, "shrink:", s) }})
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func shrinkCase(ctx context.Context, sc scenarios.Scenario, want []string, so shrink.Options, stdout, stderr io.Writer) {
+	fmt.Fprintf(stdout, "shrinking %s seed %d: %d orders, %d faults (delta debugging, then a value pass; each candidate a real run that fails if 1 of %d runs shows %s; at most %d candidates, %v) …\n",
+		sc.Name, sc.Seed, len(sc.Workload.Orders), len(sc.Faults), max(1, so.Tries), strings.Join(want, " or "), so.MaxCandidates, so.Budget)
+	so.Scenario, so.Want = sc, want
+	so.Progress = func(s string) { fmt.Fprintln(stderr, "shrink:", s) }
+	res, err := shrink.Run(ctx, so)
 	if err != nil {
 		fmt.Fprintln(stderr, "sagachaos:", err)
 		return
 	}
-	fmt.Fprintf(stdout, "minimal case: %d sagas, %d faults, after %d candidates; it failed %d of %d confirmation runs\n",
-		len(res.Minimal.Workload.Sagas), len(res.Minimal.Faults), res.Candidates, res.Failures, res.Runs)
+	fmt.Fprintf(stdout, "minimal case: %d sagas, %d faults, after %d candidates (%d accepted, %d runs, stopped: %s); it failed %d of %d confirmation runs\n",
+		len(res.Minimal.Workload.Sagas), len(res.Minimal.Faults), res.Candidates, res.Accepted, res.RunsMade, res.Stopped, res.Failures, res.Runs)
+	if res.RunDir == "" {
+		fmt.Fprintln(stdout, "the minimal case did not fail again: it is timing-sensitive; rerun with more --shrink-tries")
+		return
+	}
 	fmt.Fprintf(stdout, "replay it: %s\n", runstore.Replay{RunDir: res.RunDir}.Line())
 }
