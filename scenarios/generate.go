@@ -288,6 +288,11 @@ func drawFault(t *rapid.T, s *Spec, c Catalog, replicas map[string]int, nOrders 
 }
 
 // aim is what a drawn run offers a fault, filtered by the spec's patterns.
+// Aim is what a run of the target with the given replica overrides offers
+// a fault drawn for s: what the generator aims at, for callers that draw
+// or redraw one fault of a concrete scenario (`sagachaos explore`).
+func (c Catalog) Aim(s *Spec, replicas map[string]int) faults.Aim { return c.aim(s, replicas) }
+
 func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	inst := c.instancesOf(replicas)
 	a := faults.Aim{Ambiguous: c.Ambiguous}
