@@ -523,8 +523,8 @@ func orDefault(s, d string) string {
 }
 
 func shrinkCase(ctx context.Context, sc scenarios.Scenario, want []string, so shrink.Options, stdout, stderr io.Writer) {
-	fmt.Fprintf(stdout, "shrinking %s seed %d: %d orders, %d faults (delta debugging, then a value pass; each candidate a real run that fails if 1 of %d runs shows %s; at most %d candidates, %v) …\n",
-		sc.Name, sc.Seed, len(sc.Workload.Orders), len(sc.Faults), max(1, so.Tries), strings.Join(want, " or "), so.MaxCandidates, so.Budget)
+	fmt.Fprintf(stdout, "shrinking %s seed %d: %d sagas, %d faults (delta debugging, then a value pass; each candidate a real run that fails if 1 of %d runs shows %s; at most %d candidates, %v) …\n",
+		sc.Name, sc.Seed, len(sc.Workload.Sagas), len(sc.Faults), max(1, so.Tries), strings.Join(want, " or "), so.MaxCandidates, so.Budget)
 	so.Scenario, so.Want = sc, want
 	so.Progress = func(s string) { fmt.Fprintln(stderr, "shrink:", s) }
 	res, err := shrink.Run(ctx, so)

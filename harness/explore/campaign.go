@@ -85,7 +85,7 @@ type Record struct {
 	Origin     string   `json:"origin"`
 	Parents    []string `json:"parents,omitempty"`
 	Digest     string   `json:"digest"`
-	Orders     int      `json:"orders"`
+	Sagas      int      `json:"sagas"`
 	Faults     int      `json:"faults"`
 	Status     string   `json:"status,omitempty"`
 	Violations []string `json:"violations,omitempty"`
@@ -341,7 +341,7 @@ func (c *campaign) pick(not int) int {
 // observe folds a result into the campaign.
 func (c *campaign) observe(cand Candidate, res Result) Record {
 	rec := Record{N: cand.N, Name: cand.Name, Origin: cand.Origin, Parents: cand.Parents, Digest: cand.Digest(),
-		Orders: len(cand.Scenario.Workload.Orders), Faults: len(cand.Scenario.Faults),
+		Sagas: len(cand.Scenario.Workload.Sagas), Faults: len(cand.Scenario.Faults),
 		Status: string(res.Status), Violations: res.Violations, Err: res.Err, RunDir: res.RunDir, RunSeconds: res.Elapsed.Seconds()}
 	if res.Err != "" {
 		c.errRun++

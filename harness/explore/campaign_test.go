@@ -29,10 +29,10 @@ func (f *fakeRunner) Run(_ context.Context, c Candidate) (Result, error) {
 	d := time.Duration(1+f.timing.IntN(30)) * time.Second
 	*f.clock += d
 	set := map[string]bool{}
-	n := max(1, len(c.Scenario.Workload.Orders))
+	n := max(1, len(c.Scenario.Workload.Sagas))
 	declined := false
-	for _, o := range c.Scenario.Workload.Orders {
-		if strings.HasPrefix(o.Card, "tok_decline") {
+	for _, o := range c.Scenario.Workload.Sagas {
+		if strings.Contains(string(o.Body), "decline") {
 			declined = true
 		}
 	}

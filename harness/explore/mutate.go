@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path"
 	"slices"
 	"sort"
 	"strings"
 
 	"pgregory.net/rapid"
 
+	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 	"github.com/sagachaos/sagachaos/scenarios/faults"
 )
@@ -41,7 +41,7 @@ func (m *Mutator) Fresh() (scenarios.Scenario, uint64, error) {
 }
 
 // Mutate returns a mutant of parent: one to three operators, each named in
-// the returned list ("shift f2", "retarget f1", "add kill", "cards 3",
+// the returned list ("shift f2", "retarget f1", "add kill", "outcomes 3",
 // "combine"). other is a second corpus entry for the combining operator
 // (nil: none). A mutant that would be invalid is never returned: an
 // operator that cannot apply is skipped (an error when none could).
@@ -76,7 +76,7 @@ var operators = []struct {
 }{
 	{"shift", 6, true}, {"retarget", 3, true}, {"duration", 3, true}, {"param", 3, true},
 	{"drop", 2, true}, {"dup", 2, true}, {"add", 4, false},
-	{"cards", 2, false}, {"dups", 1, false}, {"burst", 1, false}, {"tempo", 1, false},
+	{"outcomes", 2, false}, {"dups", 1, false}, {"burst", 1, false}, {"tempo", 1, false},
 	{"stock", 1, false}, {"relays", 1, false}, {"workload", 1, false}, {"combine", 3, false},
 }
 
@@ -102,7 +102,7 @@ func (m *Mutator) pickOp(sc scenarios.Scenario, canCombine bool) string {
 }
 
 func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scenario) (string, bool) {
-	n := len(sc.Workload.Orders)
+	n := len(sc.Workload.Sagas)
 	pickFault := func() int { return m.Rand.IntN(len(sc.Faults)) }
 	switch op {
 	case "shift":
@@ -177,28 +177,34 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 		f.ID = fmt.Sprintf("f%d", len(sc.Faults)+1)
 		sc.Faults = append(sc.Faults, f)
 		return "add " + f.Kind, true
-	case "cards":
-		if n == 0 {
+	case "outcomes":
+		fields := m.outcomeFields()
+		if n == 0 || len(fields) == 0 {
 			return "", false
 		}
 		k := 1 + m.Rand.IntN(max(1, n/8))
+		changed := 0
 		for range k {
 			i := m.Rand.IntN(n)
-			sc.Workload.Orders[i].Card = []string{
-				"tok_visa",
-				fmt.Sprintf("tok_decline_%d", i+1),
-				fmt.Sprintf("tok_ambiguous_500_%d", i+1),
-				fmt.Sprintf("tok_ambiguous_hang_%d", i+1),
-			}[m.Rand.IntN(4)]
+			f := fields[m.Rand.IntN(len(fields))]
+			tokens := []string{f.spec.Default}
+			for _, t := range []string{models.OutcomeDecline, models.OutcomeAmbiguous500, models.OutcomeAmbiguousHang} {
+				if f.spec.Allows(t) {
+					tokens = append(tokens, f.spec.Token(t, i+1))
+				}
+			}
+			if setField(&sc.Workload.Sagas[i].Body, f.name, tokens[m.Rand.IntN(len(tokens))]) {
+				changed++
+			}
 		}
-		return fmt.Sprintf("cards %d", k), true
+		return fmt.Sprintf("outcomes %d", changed), changed > 0
 	case "dups":
 		if n == 0 {
 			return "", false
 		}
 		k := 1 + m.Rand.IntN(max(1, n/8))
 		for range k {
-			o := &sc.Workload.Orders[m.Rand.IntN(n)]
+			o := &sc.Workload.Sagas[m.Rand.IntN(n)]
 			if o.Submissions > 1 {
 				o.Submissions = 1
 			} else {
@@ -213,20 +219,25 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 		from := m.Rand.IntN(n)
 		to := min(n, from+2+m.Rand.IntN(max(1, n/4)))
 		for i := from; i < to; i++ {
-			sc.Workload.Orders[i].Gap = 0
+			sc.Workload.Sagas[i].Gap = 0
 		}
 		return fmt.Sprintf("burst %d-%d", from+1, to), true
 	case "tempo":
 		f := math.Exp2(m.Rand.Float64()*4 - 2)
-		for i := range sc.Workload.Orders {
-			g := &sc.Workload.Orders[i].Gap
+		for i := range sc.Workload.Sagas {
+			g := &sc.Workload.Sagas[i].Gap
 			*g = scenarios.Duration(min(float64(*g)*f, 2e9))
 		}
 		return fmt.Sprintf("tempo ×%.2f", f), true
 	case "stock":
+		if len(sc.Workload.Resources) == 0 {
+			return "", false
+		}
 		f := math.Exp2(m.Rand.Float64()*4 - 2)
-		for sku, v := range sc.Workload.InitialStock {
-			sc.Workload.InitialStock[sku] = max(0, int64(math.Round(float64(v)*f)))
+		for _, amounts := range sc.Workload.Resources {
+			for key, v := range amounts {
+				amounts[key] = max(0, int64(math.Round(float64(v)*f)))
+			}
 		}
 		return fmt.Sprintf("stock ×%.2f", f), true
 	case "relays":
@@ -247,10 +258,10 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 		return fmt.Sprintf("relays %d", r), true
 	case "workload":
 		donor, _, err := m.Fresh()
-		if err != nil || len(donor.Workload.Orders) == 0 {
+		if err != nil || len(donor.Workload.Sagas) == 0 {
 			return "", false
 		}
-		rescale(sc.Faults, n, len(donor.Workload.Orders))
+		rescale(sc.Faults, n, len(donor.Workload.Sagas))
 		sc.Workload = donor.Workload
 		return "workload", true
 	case "combine":
@@ -264,7 +275,7 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 			}
 		}
 		theirs := append([]scenarios.Fault(nil), other.Faults...)
-		rescale(theirs, n, len(other.Workload.Orders))
+		rescale(theirs, n, len(other.Workload.Sagas))
 		for _, f := range theirs {
 			if m.Rand.IntN(2) == 0 && len(mix) < m.maxFaults() {
 				c, err := cloneFault(f)
@@ -399,8 +410,8 @@ func (m *Mutator) donorFault(n int, replicas map[string]int) (scenarios.Fault, b
 			continue
 		}
 		fs := []scenarios.Fault{f}
-		rescale(fs, n, len(donor.Workload.Orders))
-		sc := scenarios.Scenario{Workload: scenarios.Workload{Orders: make([]scenarios.OrderPlan, n)}, Faults: fs, Replicas: replicas}
+		rescale(fs, n, len(donor.Workload.Sagas))
+		sc := scenarios.Scenario{Workload: scenarios.Workload{Sagas: make([]scenarios.SagaPlan, n)}, Faults: fs, Replicas: replicas}
 		m.reaim(&sc)
 		if len(sc.Faults) == 1 {
 			return sc.Faults[0], true
@@ -449,12 +460,16 @@ func (m *Mutator) normalise(sc *scenarios.Scenario) {
 // instance or failpoint the run does not have, or a workload that names a
 // client it does not start.
 func (m *Mutator) Valid(sc scenarios.Scenario) error {
-	if len(sc.Workload.Orders) == 0 {
-		return fmt.Errorf("no order")
+	if len(sc.Workload.Sagas) == 0 {
+		return fmt.Errorf("no saga")
 	}
-	for i, o := range sc.Workload.Orders {
+	for i, o := range sc.Workload.Sagas {
 		if o.Client < 0 || o.Client >= sc.Workload.Clients {
-			return fmt.Errorf("order %d: client %d of %d", i+1, o.Client, sc.Workload.Clients)
+			return fmt.Errorf("saga %d: client %d of %d", i+1, o.Client, sc.Workload.Clients)
+		}
+		var body any
+		if json.Unmarshal(o.Body, &body) != nil {
+			return fmt.Errorf("saga %d: body is not JSON", i+1)
 		}
 	}
 	b, err := json.Marshal(sc)
@@ -492,7 +507,7 @@ func (m *Mutator) aimedAt(f scenarios.Fault, replicas map[string]int) error {
 		}
 		return fmt.Errorf("failpoint %s is not declared", fp)
 	}
-	if f.Target == "" || slices.Contains(insts, f.Target) || slices.Contains(m.Catalog.Links(replicas), f.Target) {
+	if f.Target == "" || slices.Contains(insts, f.Target) || slices.Contains(m.Catalog.Links(replicas), f.Target) || slices.Contains(m.Catalog.Ambiguous, f.Target) {
 		return nil
 	}
 	return fmt.Errorf("no link or instance %q in a run with replicas %v", f.Target, replicas)
@@ -519,55 +534,48 @@ func (m *Mutator) process(name string) (scenarios.Process, bool) {
 	return scenarios.Process{}, false
 }
 
-// aim is what a run with replicas offers a fault, filtered by the spec's
-// patterns (the generator's view, rebuilt from the exported catalogue).
-func (m *Mutator) aim(replicas map[string]int) faults.Aim {
-	s := m.Spec.Faults
-	a := faults.Aim{}
-	for _, l := range m.Catalog.Links(replicas) {
-		if match(s.Links, l) {
-			a.Links = append(a.Links, l)
-		}
-	}
-	for _, p := range m.Catalog.Processes {
-		n := p.Replicas
-		if r, ok := replicas[p.Name]; ok {
-			n = r
-		}
-		for _, in := range scenarios.Instances(p.Name, n) {
-			if !match(s.Components, in) {
-				continue
-			}
-			a.Components = append(a.Components, in)
-			if p.Consumes {
-				a.Consumers = append(a.Consumers, in)
-			}
-		}
-	}
-	for _, fp := range m.Catalog.Failpoints {
-		if !match(s.Failpoints, fp.Name) {
-			continue
-		}
-		p, _ := m.process(fp.Component)
-		n := p.Replicas
-		if r, ok := replicas[p.Name]; ok {
-			n = r
-		}
-		a.Failpoints = append(a.Failpoints, faults.FailpointAim{Name: fp.Name, Instances: scenarios.Instances(fp.Component, n)})
-	}
-	return a
+// aim is what a run with replicas offers a fault: the generator's own view.
+func (m *Mutator) aim(replicas map[string]int) faults.Aim { return m.Catalog.Aim(m.Spec, replicas) }
+
+// outcomeField is a top-level field of the workload's body template that
+// chooses a world outcome (the order domain's card).
+type outcomeField struct {
+	name string
+	spec models.OutcomeSpec
 }
 
-func match(pats []string, s string) bool {
-	if len(pats) == 0 {
-		return true
+func (m *Mutator) outcomeFields() []outcomeField {
+	d := m.Catalog.Domain
+	if d == nil || d.Body == nil || d.Body.Kind != models.TObject {
+		return nil
 	}
-	for _, p := range pats {
-		if ok, _ := path.Match(p, s); ok {
-			return true
+	var out []outcomeField
+	for _, f := range d.Body.Fields {
+		if f.Node != nil && f.Node.Kind == models.TOutcome && f.Node.Outcome != nil {
+			out = append(out, outcomeField{name: f.Name, spec: *f.Node.Outcome})
 		}
 	}
-	return false
+	return out
+}
+
+// setField sets a top-level string field of a JSON object body, keeping
+// the other fields as they are; it reports whether the body changed.
+func setField(body *json.RawMessage, name, value string) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(*body, &obj) != nil || obj == nil {
+		return false
+	}
+	v, _ := json.Marshal(value)
+	if string(obj[name]) == string(v) {
+		return false
+	}
+	obj[name] = v
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return false
+	}
+	*body = b
+	return true
 }
 
 // rescale moves order-count triggers from a workload of from orders to one

@@ -1,26 +1,29 @@
 package explore
 
 import (
+	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
-// testCatalog is the reference target as the generator sees it.
-var testCatalog = scenarios.Catalog{
-	APIProcess: "orders",
-	Processes: []scenarios.Process{
-		{Name: "orders", Role: "api", Depends: []string{"postgres", "kafka", "mailer"}, Consumes: true},
-		{Name: "inventory", Role: "consumer", Depends: []string{"postgres", "kafka"}, Consumes: true},
-		{Name: "payment", Role: "consumer", Depends: []string{"postgres", "kafka", "gateway"}, Consumes: true},
-		{Name: "delivery", Role: "consumer", Depends: []string{"postgres", "kafka", "carrier"}, Consumes: true},
-		{Name: "relay", Role: "relay", Depends: []string{"postgres", "kafka"}, Replicas: 2},
-	},
-	Failpoints: []scenarios.FailpointRef{
-		{Name: "relay.after-select", Component: "relay"}, {Name: "relay.after-publish", Component: "relay"},
-		{Name: "relay.after-mark", Component: "relay"}, {Name: "inventory.after-commit", Component: "inventory"},
-		{Name: "payment.after-charge", Component: "payment"}, {Name: "delivery.after-ship", Component: "delivery"},
-		{Name: "orders.after-state-save", Component: "orders"},
-	},
-}
+// testCatalog is the reference target as the generator sees it: its
+// manifest (processes, workload, resources) and a hand-written list of
+// its failpoints (listing them means building it).
+var testCatalog = func() scenarios.Catalog {
+	m, err := targets.LoadManifest("../../targets/reference/manifest.json")
+	if err != nil {
+		panic(err)
+	}
+	var fps []targets.Failpoint
+	for _, f := range [][2]string{
+		{"relay.after-select", "relay"}, {"relay.after-publish", "relay"}, {"relay.after-mark", "relay"},
+		{"inventory.after-commit", "inventory"}, {"payment.after-charge", "payment"}, {"delivery.after-ship", "delivery"},
+		{"orders.after-state-save", "orders"},
+	} {
+		fps = append(fps, targets.Failpoint{Name: f[0], Component: f[1]})
+	}
+	return target.Catalog(m, fps)
+}()
 
 func testMutator(seed uint64) *Mutator {
 	spec, err := scenarios.Load("everything")

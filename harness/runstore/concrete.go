@@ -47,17 +47,23 @@ func ReadScenarioFile(path string) (Scenario, error) {
 	return sc, ErrNotConcrete
 }
 
-// isConcrete: an object with a workload whose orders are a list (a spec's
-// "orders" is a range object, and a spec has no workload).
+// isConcrete: an object with a workload whose sagas (or, in an older
+// file, orders) are a list (a spec's "orders" is a range object, and a spec
+// has no workload).
 func isConcrete(b []byte) bool {
 	var v struct {
 		Workload *struct {
+			Sagas  json.RawMessage `json:"sagas"`
 			Orders json.RawMessage `json:"orders"`
 		} `json:"workload"`
 	}
 	if json.Unmarshal(b, &v) != nil || v.Workload == nil {
 		return false
 	}
-	o := bytes.TrimSpace(v.Workload.Orders)
-	return len(o) > 0 && o[0] == '['
+	for _, l := range []json.RawMessage{v.Workload.Sagas, v.Workload.Orders} {
+		if l = bytes.TrimSpace(l); len(l) > 0 && l[0] == '[' {
+			return true
+		}
+	}
+	return false
 }

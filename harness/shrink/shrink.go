@@ -1,9 +1,10 @@
 // Package shrink minimises a failing case. It works on the concrete
 // scenario (scenario.json), not on rapid's bitstream: delta debugging
 // (Zeller and Hildebrandt's ddmin) drops halves, then quarters, … then
-// single faults and orders, and a last pass simplifies what is left
-// (one client, the fewest relays, one line of one unit per order, no
-// duplicate submissions, shorter fault windows). Every candidate is a
+// single faults and sagas, and a last pass simplifies what is left (one
+// client, one relay, no duplicate submissions or retries, shorter fault
+// windows). The sagas' request bodies are the target's domain, drawn from
+// its manifest's template, and are kept as they are. Every candidate is a
 // real run of the target, retried up to Tries times because faults are
 // timing-sensitive, and the minimum is run Confirm more times to say how
 // reliably it fails.
@@ -147,8 +148,8 @@ func (s *shrinker) passes() error {
 			return err
 		}
 	}
-	if err := s.ddmin("orders", func() int { return len(s.best.Workload.Orders) },
-		func(keep []int) scenarios.Scenario { return withOrders(s.best, keep) }); err != nil {
+	if err := s.ddmin("sagas", func() int { return len(s.best.Workload.Sagas) },
+		func(keep []int) scenarios.Scenario { return withSagas(s.best, keep) }); err != nil {
 		return err
 	}
 	if err := s.ddmin("faults", func() int { return len(s.best.Faults) },
@@ -242,7 +243,7 @@ func (s *shrinker) try(cand scenarios.Scenario, label string) (bool, error) {
 		s.res.Accepted++
 	}
 	if s.o.Progress != nil {
-		s.o.Progress(fmt.Sprintf("candidate %d (%s): %d orders, %d faults — %s", n, label, len(cand.Workload.Orders), len(cand.Faults), verdict))
+		s.o.Progress(fmt.Sprintf("candidate %d (%s): %d orders, %d faults — %s", n, label, len(cand.Workload.Sagas), len(cand.Faults), verdict))
 	}
 	return failed, nil
 }
@@ -273,13 +274,13 @@ func (s *shrinker) runOnce(sc scenarios.Scenario, label string) (bool, string) {
 	return false, r.RunDir
 }
 
-// withOrders keeps the orders at indices keep; every fault triggered by
-// the order count moves so that it fires after the same kept orders.
-func withOrders(sc scenarios.Scenario, keep []int) scenarios.Scenario {
+// withSagas keeps the sagas at indices keep; every fault triggered by the
+// order count moves so that it fires after the same kept sagas.
+func withSagas(sc scenarios.Scenario, keep []int) scenarios.Scenario {
 	out := sc
-	out.Workload.Orders = nil
+	out.Workload.Sagas = nil
 	for _, i := range keep {
-		out.Workload.Orders = append(out.Workload.Orders, sc.Workload.Orders[i])
+		out.Workload.Sagas = append(out.Workload.Sagas, sc.Workload.Sagas[i])
 	}
 	out.Faults = slices.Clone(sc.Faults)
 	for j := range out.Faults {
@@ -317,9 +318,9 @@ var simplifications = []struct {
 		}
 		out := sc
 		out.Workload.Clients = 1
-		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
-		for i := range out.Workload.Orders {
-			out.Workload.Orders[i].Client = 0
+		out.Workload.Sagas = slices.Clone(sc.Workload.Sagas)
+		for i := range out.Workload.Sagas {
+			out.Workload.Sagas[i].Client = 0
 		}
 		return out, true
 	}},
@@ -340,28 +341,13 @@ var simplifications = []struct {
 		out.Replicas["relay"] = 1
 		return out, true
 	}},
-	{"one unit of one line per order", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+	{"single submissions, no retries", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
 		out := sc
-		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
+		out.Workload.Sagas = slices.Clone(sc.Workload.Sagas)
 		changed := false
-		for i := range out.Workload.Orders {
-			o := &out.Workload.Orders[i]
-			if len(o.Items) > 1 || len(o.Items) == 1 && o.Items[0].Qty > 1 {
-				price := o.Total / int64(max(1, totalQty(o.Items)))
-				o.Items = []models.Item{{SKU: o.Items[0].SKU, Qty: 1}}
-				o.Total = price
-				changed = true
-			}
-		}
-		return out, changed
-	}},
-	{"single submissions", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
-		out := sc
-		out.Workload.Orders = slices.Clone(sc.Workload.Orders)
-		changed := false
-		for i := range out.Workload.Orders {
-			if out.Workload.Orders[i].Submissions > 1 {
-				out.Workload.Orders[i].Submissions, changed = 1, true
+		for i := range out.Workload.Sagas {
+			if p := &out.Workload.Sagas[i]; p.Submissions > 1 || p.RetryUnknown > 0 {
+				p.Submissions, p.RetryUnknown, changed = 1, 0, true
 			}
 		}
 		return out, changed
@@ -393,14 +379,6 @@ func aimsAtReplica(f scenarios.Fault) bool {
 		}
 	}
 	return false
-}
-
-func totalQty(items []models.Item) int {
-	n := 0
-	for _, it := range items {
-		n += it.Qty
-	}
-	return n
 }
 
 // split cuts items into k chunks of near-equal size.

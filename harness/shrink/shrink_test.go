@@ -14,8 +14,8 @@ import (
 func bigCase(orders int) scenarios.Scenario {
 	sc := scenarios.Scenario{Name: "t", Seed: 1, Workload: scenarios.Workload{Clients: 3}, Replicas: map[string]int{"relay": 2}}
 	for i := range orders {
-		sc.Workload.Orders = append(sc.Workload.Orders, scenarios.OrderPlan{Key: fmt.Sprintf("k-%d", i+1), Client: i % 3, Card: "tok_visa", Submissions: 1 + i%2,
-			Items: []models.Item{{SKU: "sku-1", Qty: 2}, {SKU: "sku-2", Qty: 1}}, Total: 500})
+		sc.Workload.Sagas = append(sc.Workload.Sagas, scenarios.SagaPlan{Key: fmt.Sprintf("k-%d", i+1), Client: i % 3, Submissions: 1 + i%2, RetryUnknown: 2,
+			Body: []byte(`{"card":"tok_visa"}`)})
 	}
 	for i, after := range []int{2, 9, 12, 15} {
 		sc.Faults = append(sc.Faults, scenarios.Fault{ID: fmt.Sprintf("f%d", i+1), Kind: "kill", Target: "payment", AfterOrders: after, Duration: 4e8})
@@ -28,7 +28,7 @@ func bigCase(orders int) scenarios.Scenario {
 // trigger moved with the orders it followed).
 func fails(sc scenarios.Scenario) bool {
 	keys := map[string]int{}
-	for i, o := range sc.Workload.Orders {
+	for i, o := range sc.Workload.Sagas {
 		keys[o.Key] = i
 	}
 	i5, ok5 := keys["k-5"]
@@ -63,14 +63,14 @@ func TestDeltaDebuggingFindsTheTwoOrdersAndTheFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keys []string
-	for _, o := range res.Minimal.Workload.Orders {
+	for _, o := range res.Minimal.Workload.Sagas {
 		keys = append(keys, o.Key)
 	}
 	if !slices.Equal(keys, []string{"k-5", "k-11"}) || len(res.Minimal.Faults) != 1 || res.Minimal.Faults[0].ID != "f2" || res.Minimal.Faults[0].AfterOrders != 1 {
 		t.Fatalf("minimal: orders %v, faults %+v", keys, res.Minimal.Faults)
 	}
 	m := res.Minimal
-	if m.Workload.Clients != 1 || m.Replicas["relay"] != 1 || len(m.Workload.Orders[0].Items) != 1 || m.Workload.Orders[0].Items[0].Qty != 1 || m.Workload.Orders[1].Submissions != 1 || m.Faults[0].Duration != 2e8 {
+	if m.Workload.Clients != 1 || m.Replicas["relay"] != 1 || m.Workload.Sagas[1].Submissions != 1 || m.Workload.Sagas[0].RetryUnknown != 0 || m.Faults[0].Duration != 2e8 {
 		t.Errorf("value pass left %+v", m)
 	}
 	if res.Stopped != "done" || res.Runs != 3 || res.Failures != 3 || res.Candidates > 60 || res.RunDir == "" {
@@ -87,8 +87,8 @@ func TestShrinkIsBoundedByCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Stopped != "candidates" || res.Candidates != 12 || len(res.Minimal.Workload.Orders) >= 20 || !fails(res.Minimal) {
-		t.Fatalf("result %+v (%d orders)", res, len(res.Minimal.Workload.Orders))
+	if res.Stopped != "candidates" || res.Candidates != 12 || len(res.Minimal.Workload.Sagas) >= 20 || !fails(res.Minimal) {
+		t.Fatalf("result %+v (%d orders)", res, len(res.Minimal.Workload.Sagas))
 	}
 }
 
@@ -101,8 +101,8 @@ func TestFlakyFailuresUseTheRetryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Minimal.Workload.Orders) != 2 || res.Runs != 6 || res.Failures != 3 {
-		t.Fatalf("minimal %d orders, confirmation %d/%d", len(res.Minimal.Workload.Orders), res.Failures, res.Runs)
+	if len(res.Minimal.Workload.Sagas) != 2 || res.Runs != 6 || res.Failures != 3 {
+		t.Fatalf("minimal %d orders, confirmation %d/%d", len(res.Minimal.Workload.Sagas), res.Failures, res.Runs)
 	}
 }
 
@@ -114,7 +114,7 @@ func TestAnotherViolationIsNotTheBug(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Accepted != 0 || len(res.Minimal.Workload.Orders) != 20 {
-		t.Fatalf("accepted %d, minimal %d orders", res.Accepted, len(res.Minimal.Workload.Orders))
+	if res.Accepted != 0 || len(res.Minimal.Workload.Sagas) != 20 {
+		t.Fatalf("accepted %d, minimal %d orders", res.Accepted, len(res.Minimal.Workload.Sagas))
 	}
 }
