@@ -365,7 +365,7 @@ func (l *exploreLine) progress(p explore.Progress) {
 	l.mu.Lock()
 	l.p = p
 	if p.Running != nil {
-		l.phase, l.since = "starting", time.Now()
+		l.phase, l.since = "setting up", time.Now()
 	}
 	l.mu.Unlock()
 	if p.Last != nil && !l.tty {
