@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # explore-bench: per planted bug, `sagachaos explore` from the general
-# generator against a plain `sagachaos run --seeds 1-…` sweep of the same
-# scenario, each given the same wall time, run side by side so both see the
-# same machine load. Prints one TSV row per mutant: the time to the first
-# violation of each (empty: not caught within the budget), runs made, and
-# the checker that fired.
+# generator, then a plain `sagachaos run --seeds 1-…` sweep of the same
+# scenario given the same wall time. One after the other, never together:
+# two chaos runs at once on a small machine slow each other and time one
+# another's step timeouts out. Prints one TSV row per mutant: the seconds to
+# the first violation of each (empty: not caught within the budget), the
+# runs each made, and what fired.
 #
-#   scripts/explore-bench.sh [-b 4m] [-s everything] [-o DIR] [mutant ...]
+#   scripts/explore-bench.sh [-b 5m] [-s everything] [-o DIR] [mutant ...]
 #
 # Run from the repository root; SAGACHAOS (default: a fresh build) is the
-# binary.
+# binary. The sweep's clock starts when it is launched (the target build is
+# cached by then: explore built it), explore's at its first candidate.
 set -u
-budget=4m scenario=${SCENARIO:-} out=explore-bench
+budget=5m scenario=${SCENARIO:-} out=explore-bench
 while getopts b:s:o: opt; do
 	case $opt in
 	b) budget=$OPTARG ;; s) scenario=$OPTARG ;; o) out=$OPTARG ;;
@@ -42,30 +44,26 @@ for m in "${mutants[@]}"; do
 	rm -rf "$d"
 	mkdir -p "$d"
 	# explore: stops by itself at its first violation or at the budget.
-	"$bin" explore --mutant "$m" --scenario "$scenario" --budget "$budget" --seed 1 --out "$d/explore" >"$d/explore.out" 2>"$d/explore.err" &
-	ex=$!
+	"$bin" explore --mutant "$m" --scenario "$scenario" --budget "$budget" --seed 1 --out "$d/explore" >"$d/explore.out" 2>"$d/explore.err"
 	# the sweep: seeds 1, 2, … until its first violation or the same wall
-	# time (counted from its first run, as explore's from its first
-	# candidate, both after building the target).
-	"$bin" run --mutant "$m" --scenario "$scenario" --seeds 1-100000 --out "$d/sweep" >"$d/sweep.out" 2>&1 &
+	# time; interrupted, it stops the run in progress (not counted).
+	"$bin" run --mutant "$m" --scenario "$scenario" --seeds 1-100000 --out "$d/sweep" >"$d/sweep.out" 2>"$d/sweep.err" &
 	sw=$!
-	t0="" sf=""
+	t0=$(date +%s) sf=""
 	while kill -0 $sw 2>/dev/null; do
 		now=$(date +%s)
-		if [ -z "$t0" ] && grep -q " seed 1: " "$d/sweep.out"; then t0=$now; fi
-		if [ -n "$t0" ] && [ -z "$sf" ] && grep -q "^sagachaos: INVALID" "$d/sweep.out"; then
+		if grep -q '"status":"invalid"' "$d/sweep/summary.jsonl" 2>/dev/null; then
 			sf=$((now - t0))
 			kill -INT $sw
 			break
 		fi
-		if [ -n "$t0" ] && [ $((now - t0)) -ge "$limit" ]; then
+		if [ $((now - t0)) -ge "$limit" ]; then
 			kill -INT $sw
 			break
 		fi
 		sleep 1
 	done
 	wait $sw
-	wait $ex
 	sum=$(ls "$d"/explore/*/campaign.json 2>/dev/null | head -1)
 	ef="" er="" ec=""
 	if [ -n "$sum" ]; then
@@ -73,9 +71,25 @@ for m in "${mutants[@]}"; do
 		er=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"])' "$sum")
 		ec=$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1])).get("violations") or {}; print(",".join(sorted(v)))' "$sum")
 	fi
-	sseed=$(awk '/^sagachaos: INVALID/{for(i=1;i<=NF;i++) if ($i ~ /^seed=/) {sub("seed=","",$i); print $i; exit}}' "$d/sweep.out")
-	sr=$(grep -cE "^sagachaos: (VALID|INVALID|UNKNOWN)" "$d/sweep.out")
-	sc=$(awk '/^sagachaos: INVALID/{f=1; next} f && $1 == "FAIL" {print $2; exit}' "$d/sweep.out")
-	st=$sf
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$ef" "$er" "$ec" "$st" "$sr" "$sseed" "$sc"
+	read -r sr sseed sc < <(python3 - "$d/sweep/summary.jsonl" <<'PY'
+import json, sys
+runs, seed, what = 0, "-", "-"
+try:
+    lines = open(sys.argv[1]).read().splitlines()
+except OSError:
+    lines = []
+for l in lines:
+    try:
+        x = json.loads(l)
+    except ValueError:
+        continue
+    runs += 1
+    v = x.get("verdict") or {}
+    if v.get("status") == "invalid" and seed == "-":
+        seed = str((v.get("run") or {}).get("seed", x.get("dir", "?")))
+        what = ",".join(sorted({r.get("checker", "?") for r in v.get("results") or [] if r.get("status") == "invalid"})) or "?"
+print(runs, seed, what)
+PY
+)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$ef" "$er" "$ec" "$sf" "$sr" "$sseed" "$sc"
 done
