@@ -17,9 +17,15 @@ const (
 	// CatPoint: a failpoint or marker reached at all ("point relay.after-select").
 	CatPoint = "point"
 	// CatPointUnder: a failpoint or marker reached by an instance while a
-	// fault acted on that instance, or within Wake after it ended
+	// fault acted on that instance (a fault on the whole system acts on
+	// every instance), or within BranchWake after it ended
 	// ("point-under payment.after-charge | kill").
 	CatPointUnder = "point-under"
+	// CatPointDuring: a failpoint or marker reached by an instance while
+	// a fault acted on another process, or within BranchWake after it —
+	// a branch one component takes because of what was done to another
+	// ("point-during orders.timeout.charging | partition@payment").
+	CatPointDuring = "point-during"
 	// CatFired: an armed failpoint action ran ("fired relay.after-publish crash").
 	CatFired = "fired"
 	// CatTransition: a saga went from one moment to the next
@@ -45,13 +51,20 @@ const (
 )
 
 // Categories lists the categories in display order.
-var Categories = []string{CatPointUnder, CatStep, CatTransitionUnder, CatFired, CatTrailUnder, CatPoint, CatTransition, CatTrail, CatCrash}
+var Categories = []string{CatPointUnder, CatPointDuring, CatStep, CatTransitionUnder, CatFired, CatTrailUnder, CatPoint, CatTransition, CatTrail, CatCrash}
 
 // Wake is how long after a fault's window a component's behaviour still
 // counts as under that fault: a killed component logs its points again when
 // it restarts, which is when the window ends, and recovery is what a fault
 // is for.
 const Wake = time.Second
+
+// BranchWake is the wake of a fault for the failpoints and markers
+// reached after it, the same as the branch × fault matrix's (package
+// gate): a step deadline armed while the fault held its component expires
+// up to a step timeout later, and the branch the target takes then (a
+// marker such as a step timing out) is the fault's doing.
+const BranchWake = 5 * time.Second
 
 // Signature is the coverage of one run: a sorted set of features, each
 // "<category> <what>". It is a pure function of the history: what a
@@ -70,16 +83,16 @@ func Compute(h *models.History) Signature {
 	add := func(cat, format string, a ...any) { set[cat+" "+fmt.Sprintf(format, a...)] = true }
 
 	windows := nemesis.Windows(h)
-	wake := int64(Wake)
-	under := func(t int64, instance string) []nemesis.Window {
+	underWake := func(t int64, instance string, wake time.Duration) []nemesis.Window {
 		var out []nemesis.Window
 		for _, w := range windows {
-			if t >= w.From && t <= w.To+wake && (instance == "" || slices.Contains(w.Components, instance)) {
+			if t >= w.From && t <= w.To+int64(wake) && (instance == "" || slices.Contains(w.Components, instance)) {
 				out = append(out, w)
 			}
 		}
 		return out
 	}
+	under := func(t int64, instance string) []nemesis.Window { return underWake(t, instance, Wake) }
 
 	// Failpoints and markers, reached and fired.
 	for _, op := range h.Ops {
@@ -94,8 +107,14 @@ func Compute(h *models.History) Signature {
 		if ev.Fired {
 			add(CatFired, "%s %s", ev.Failpoint, ev.Action)
 		}
-		for _, w := range under(op.T, ev.Instance) {
-			add(CatPointUnder, "%s | %s", ev.Failpoint, w.Kind)
+		for _, w := range underWake(op.T, "", BranchWake) {
+			if slices.Contains(w.Components, ev.Instance) {
+				add(CatPointUnder, "%s | %s", ev.Failpoint, w.Kind)
+				continue
+			}
+			for _, p := range processes(w) {
+				add(CatPointDuring, "%s | %s@%s", ev.Failpoint, w.Kind, p)
+			}
 		}
 	}
 

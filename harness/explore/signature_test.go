@@ -45,8 +45,25 @@ func sagaHistory(t *testing.T) *models.History {
 	ev("o-2", "OrderApproved", "orders", 40*time.Millisecond)
 	rec.Record(models.ProcObserver, models.State, models.FOrderState, "o-1", models.OrderState{Status: "APPROVED", Trail: []string{"create-order", "charge", "approve"}})
 	rec.Record(models.ProcObserver, models.State, models.FOrderState, "o-2", models.OrderState{Status: "APPROVED", Trail: []string{"charge", "approve"}})
+	// A marker orders logs 3 s after the kill ended (a step timing out
+	// on the saga payment held up): within the branch wake, not the 1 s
+	// one; another 10 s later, outside both.
+	rec.Record("component/orders", models.Info, models.FFailpoint, "", models.FailpointEvent{Instance: "orders", Failpoint: "orders.timeout.charging", Hit: 1})
+	rec.Record("component/orders", models.Info, models.FFailpoint, "", models.FailpointEvent{Instance: "orders", Failpoint: "orders.timeout.delivering", Hit: 1})
 	h := rec.History()
 	h.Header.Started = rec.Start().UTC().Format(time.RFC3339Nano)
+	for i := range h.Ops {
+		var ev models.FailpointEvent
+		if h.Ops[i].F != models.FFailpoint || h.Ops[i].Decode(&ev) != nil {
+			continue
+		}
+		switch ev.Failpoint {
+		case "orders.timeout.charging":
+			h.Ops[i].T = int64(60*time.Millisecond + 3*time.Second)
+		case "orders.timeout.delivering":
+			h.Ops[i].T = int64(60*time.Millisecond + 13*time.Second)
+		}
+	}
 	return h
 }
 
@@ -58,6 +75,10 @@ func TestSignatureOfASagaUnderAKill(t *testing.T) {
 		"point payment.after-charge",
 		// Right after payment's restart: within the kill's wake.
 		"point-under payment.after-charge | kill",
+		// relay-1 took a point while payment was down: another
+		// component's fault.
+		"point-during relay.after-select | kill@payment",
+		"point-during orders.timeout.charging | kill@payment",
 		// o-1 sat at ChargePayment, waiting on payment, during the kill.
 		"step kill@payment | ChargePayment",
 		// The reply payment wrote after its restart is under the kill's
@@ -73,6 +94,10 @@ func TestSignatureOfASagaUnderAKill(t *testing.T) {
 	for _, not := range []string{
 		// relay-1 was not the killed component.
 		"point-under relay.after-select | kill",
+		// payment's own point is under its kill, not during another's.
+		"point-during payment.after-charge | kill@payment",
+		// Past the wake.
+		"point-during orders.timeout.delivering | kill@payment",
 		// o-2's approval during the kill was orders' doing, not payment's.
 		"transition-under PaymentCharged→OrderApproved | kill@payment",
 		"step kill@payment | PaymentCharged",
