@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -76,7 +77,7 @@ var operators = []struct {
 }{
 	{"shift", 6, true}, {"retarget", 3, true}, {"duration", 3, true}, {"param", 3, true},
 	{"drop", 2, true}, {"dup", 2, true}, {"add", 4, false},
-	{"outcomes", 2, false}, {"dups", 1, false}, {"burst", 1, false}, {"tempo", 1, false},
+	{"outcomes", 2, false}, {"dups", 1, false}, {"races", 1, false}, {"burst", 1, false}, {"tempo", 1, false},
 	{"stock", 1, false}, {"relays", 1, false}, {"workload", 1, false}, {"combine", 3, false},
 }
 
@@ -114,17 +115,23 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 				return m.tweakParam(f, "hit", fmt.Sprintf("shift %s", f.ID))
 			}
 		}
+		if f.Trigger != nil && f.Trigger.On != scenarios.TriggerOrders {
+			return m.shiftEvent(f)
+		}
 		old := f.AfterOrders
+		var at int
 		if m.Rand.IntN(2) == 0 {
-			f.AfterOrders = m.Rand.IntN(max(1, n))
+			at = m.Rand.IntN(max(1, n))
 		} else {
 			d := 1 + m.Rand.IntN(max(1, n/10))
 			if m.Rand.IntN(2) == 0 {
 				d = -d
 			}
-			f.AfterOrders = min(max(0, f.AfterOrders+d), max(0, n-1))
+			at = min(max(0, f.AfterOrders+d), max(0, n-1))
 		}
-		return fmt.Sprintf("shift %s %d→%d", f.ID, old, f.AfterOrders), f.AfterOrders != old
+		// An orders trigger and AfterOrders say the same position.
+		MoveOrderTriggers(f, func(int) int { return at })
+		return fmt.Sprintf("shift %s %d→%d", f.ID, old, at), at != old
 	case "retarget":
 		i := pickFault()
 		f := &sc.Faults[i]
@@ -163,7 +170,15 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 			return "", false
 		}
 		c.ID = fmt.Sprintf("f%d", len(sc.Faults)+1)
-		c.AfterOrders = min(max(0, c.AfterOrders+m.Rand.IntN(max(1, n/5))), max(0, n-1))
+		if c.Trigger != nil && c.Trigger.On != scenarios.TriggerOrders {
+			// The same moment again, later: the next such event.
+			t := *c.Trigger
+			t.Count += 1 + m.Rand.IntN(3)
+			c.Trigger = &t
+		} else {
+			d := m.Rand.IntN(max(1, n/5))
+			MoveOrderTriggers(&c, func(p int) int { return min(max(0, p+d), max(0, n-1)) })
+		}
 		sc.Faults = append(sc.Faults, c)
 		return "dup " + f.ID, true
 	case "add":
@@ -212,6 +227,35 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 			}
 		}
 		return fmt.Sprintf("dups %d", k), true
+	case "races":
+		// Request races (the driver runs them): a double click, a
+		// duplicate while the first is in flight, a start without waiting
+		// for the previous answer — toggled on a few sagas.
+		if n == 0 {
+			return "", false
+		}
+		k := 1 + m.Rand.IntN(max(1, n/8))
+		for range k {
+			i := m.Rand.IntN(n)
+			o := &sc.Workload.Sagas[i]
+			switch m.Rand.IntN(3) {
+			case 0:
+				if o.Concurrent > 0 {
+					o.Concurrent = 0
+				} else {
+					o.Concurrent = 1 + m.Rand.IntN(2)
+				}
+			case 1:
+				if o.DuplicateAfter > 0 {
+					o.DuplicateAfter = 0
+				} else {
+					o.DuplicateAfter = scenarios.Duration(time.Duration(5+m.Rand.IntN(500)) * time.Millisecond)
+				}
+			default:
+				o.Parallel = !o.Parallel && i > 0
+			}
+		}
+		return fmt.Sprintf("races %d", k), true
 	case "burst":
 		if n < 2 {
 			return "", false
@@ -438,8 +482,8 @@ func (m *Mutator) reaim(sc *scenarios.Scenario) {
 	sc.Faults = kept
 }
 
-// normalise orders the faults by trigger and numbers them f1, f2, … as the
-// generator does; failpoint faults are armed at start (AfterOrders 0).
+// normalise orders the faults and numbers them f1, f2, … as the generator
+// does; failpoint faults are armed at start (AfterOrders 0).
 func (m *Mutator) normalise(sc *scenarios.Scenario) {
 	for i := range sc.Faults {
 		if k, err := sc.Faults[i].Spec(); err == nil {
@@ -448,7 +492,15 @@ func (m *Mutator) normalise(sc *scenarios.Scenario) {
 			}
 		}
 	}
-	sort.SliceStable(sc.Faults, func(i, j int) bool { return sc.Faults[i].AfterOrders < sc.Faults[j].AfterOrders })
+	// As the schedule generator orders them: positional faults in workload
+	// order, event-triggered ones after them.
+	sort.SliceStable(sc.Faults, func(i, j int) bool {
+		a, b := sc.Faults[i].Trigger != nil, sc.Faults[j].Trigger != nil
+		if a != b {
+			return !a
+		}
+		return sc.Faults[i].AfterOrders < sc.Faults[j].AfterOrders
+	})
 	for i := range sc.Faults {
 		sc.Faults[i].ID = fmt.Sprintf("f%d", i+1)
 	}
@@ -501,6 +553,9 @@ func (m *Mutator) aimedAt(f scenarios.Fault, replicas map[string]int) error {
 			return fmt.Errorf("arms %s, which the run does not start", inst)
 		}
 		for _, d := range m.Catalog.Failpoints {
+			if d.Name == fp && d.Kind == "marker" {
+				return fmt.Errorf("%s is a marker: it cannot be armed", fp)
+			}
 			if d.Name == fp {
 				return nil
 			}
@@ -585,8 +640,37 @@ func rescale(fs []scenarios.Fault, to, from int) {
 		return
 	}
 	for i := range fs {
-		fs[i].AfterOrders = min(fs[i].AfterOrders*to/from, max(0, to-1))
+		MoveOrderTriggers(&fs[i], func(p int) int { return min(p*to/from, max(0, to-1)) })
 	}
+}
+
+// shiftEvent moves an event-triggered fault to another occurrence of its
+// event (the count: the n-th charge, the n-th ReserveStock on its way, the
+// n-th line of a marker) or by another delay after it.
+func (m *Mutator) shiftEvent(f *scenarios.Fault) (string, bool) {
+	t := *f.Trigger
+	if m.Rand.IntN(2) == 0 {
+		d := 1 + m.Rand.IntN(3)
+		if m.Rand.IntN(2) == 0 && t.Count > d {
+			d = -d
+		}
+		t.Count += d
+		f.Trigger = &t
+		return fmt.Sprintf("shift %s event #%d→#%d", f.ID, t.Count-d, t.Count), true
+	}
+	old := t.Delay.D()
+	var d time.Duration
+	switch m.Rand.IntN(3) {
+	case 0:
+		d = 0
+	case 1:
+		d = time.Duration(10+m.Rand.IntN(490)) * time.Millisecond
+	default:
+		d = max(10*time.Millisecond, time.Duration(float64(old)*math.Exp2(m.Rand.Float64()*4-2))).Round(time.Millisecond)
+	}
+	t.Delay = scenarios.Duration(d)
+	f.Trigger = &t
+	return fmt.Sprintf("shift %s delay %v→%v", f.ID, old, d), d != old
 }
 
 // clone deep-copies a scenario through its JSON form (the form a corpus
@@ -628,4 +712,25 @@ func orDash(s string) string {
 func ValidFor(cat scenarios.Catalog, sc scenarios.Scenario) error {
 	m := &Mutator{Catalog: cat}
 	return m.Valid(sc)
+}
+
+// MoveOrderTriggers moves every workload position a fault waits for — its
+// AfterOrders, an orders trigger's count, an event trigger's fallback
+// position — through move. An event trigger's own count (the n-th world
+// effect, record or marker line) is left alone: it counts events, not
+// sagas. The trigger is copied first, so a shallow copy of the fault does
+// not change the original's.
+func MoveOrderTriggers(f *scenarios.Fault, move func(int) int) {
+	f.AfterOrders = move(f.AfterOrders)
+	if f.Trigger == nil {
+		return
+	}
+	t := *f.Trigger
+	if t.On == scenarios.TriggerOrders {
+		t.Count = move(t.Count)
+	}
+	if t.Fallback > 0 {
+		t.Fallback = max(1, move(t.Fallback))
+	}
+	f.Trigger = &t
 }

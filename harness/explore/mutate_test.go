@@ -41,6 +41,9 @@ func TestMutantsStayValid(t *testing.T) {
 			for _, op := range ops {
 				name, _, _ := strings.Cut(op, " ")
 				used[name]++
+				if name == "shift" && (strings.Contains(op, " event #") || strings.Contains(op, " delay ")) {
+					used["shift of an event trigger"]++
+				}
 			}
 			sc = mut
 		}
@@ -72,6 +75,27 @@ func TestMutantsStayValid(t *testing.T) {
 		if used[op.name] == 0 {
 			t.Errorf("operator %s never applied in %d candidates (used: %v)", op.name, n, used)
 		}
+	}
+	if used["shift of an event trigger"] == 0 {
+		t.Errorf("no shift moved an event-triggered fault in %d candidates (used: %v)", n, used)
+	}
+}
+
+// TestAMarkerIsNeverArmed: a fault that arms a reachability marker (a
+// hand-written corpus entry) is not valid for the run.
+func TestAMarkerIsNeverArmed(t *testing.T) {
+	m := testMutator(1)
+	sc, _, err := m.Fresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f scenarios.Fault
+	if err := json.Unmarshal([]byte(`{"id":"f1","kind":"failpoint","target":"orders.timeout.charging","after_orders":0,"params":{"component":"orders","action":"crash","hit":1}}`), &f); err != nil {
+		t.Fatal(err)
+	}
+	sc.Faults = []scenarios.Fault{f}
+	if err := m.Valid(sc); err == nil || !strings.Contains(err.Error(), "marker") {
+		t.Errorf("arming a marker: %v, want an error naming the marker", err)
 	}
 }
 

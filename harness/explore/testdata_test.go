@@ -22,6 +22,9 @@ var testCatalog = func() scenarios.Catalog {
 	} {
 		fps = append(fps, targets.Failpoint{Name: f[0], Component: f[1]})
 	}
+	// A reachability marker: event triggers may wait for it, nothing may
+	// arm it.
+	fps = append(fps, targets.Failpoint{Name: "orders.timeout.charging", Component: "orders", Kind: targets.KindMarker})
 	return target.Catalog(m, fps)
 }()
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness"
+	"github.com/sagachaos/sagachaos/harness/explore"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
 	"github.com/sagachaos/sagachaos/scenarios/faults"
@@ -274,8 +275,9 @@ func (s *shrinker) runOnce(sc scenarios.Scenario, label string) (bool, string) {
 	return false, r.RunDir
 }
 
-// withSagas keeps the sagas at indices keep; every fault triggered by the
-// order count moves so that it fires after the same kept sagas.
+// withSagas keeps the sagas at indices keep; every position a fault waits
+// for (its order count, an orders trigger, an event trigger's fallback)
+// moves so that it comes after the same kept sagas.
 func withSagas(sc scenarios.Scenario, keep []int) scenarios.Scenario {
 	out := sc
 	out.Workload.Sagas = nil
@@ -284,13 +286,15 @@ func withSagas(sc scenarios.Scenario, keep []int) scenarios.Scenario {
 	}
 	out.Faults = slices.Clone(sc.Faults)
 	for j := range out.Faults {
-		before := 0
-		for _, i := range keep {
-			if i < sc.Faults[j].AfterOrders {
-				before++
+		explore.MoveOrderTriggers(&out.Faults[j], func(p int) int {
+			before := 0
+			for _, i := range keep {
+				if i < p {
+					before++
+				}
 			}
-		}
-		out.Faults[j].AfterOrders = before
+			return before
+		})
 	}
 	return out
 }
@@ -348,6 +352,18 @@ var simplifications = []struct {
 		for i := range out.Workload.Sagas {
 			if p := &out.Workload.Sagas[i]; p.Submissions > 1 || p.RetryUnknown > 0 {
 				p.Submissions, p.RetryUnknown, changed = 1, 0, true
+			}
+		}
+		return out, changed
+	}},
+	{"no request races", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
+		out := sc
+		out.Workload.Sagas = slices.Clone(sc.Workload.Sagas)
+		changed := false
+		for i := range out.Workload.Sagas {
+			p := &out.Workload.Sagas[i]
+			if p.Concurrent > 0 || p.DuplicateAfter > 0 || p.Parallel || p.RetrySpread > 0 {
+				p.Concurrent, p.DuplicateAfter, p.Parallel, p.RetrySpread, changed = 0, 0, false, 0, true
 			}
 		}
 		return out, changed

@@ -118,3 +118,26 @@ func TestAnotherViolationIsNotTheBug(t *testing.T) {
 		t.Fatalf("accepted %d, minimal %d orders", res.Accepted, len(res.Minimal.Workload.Sagas))
 	}
 }
+
+// TestDroppingSagasMovesEveryPosition: a fault's orders trigger and an
+// event trigger's fallback move with the kept sagas as AfterOrders does;
+// an event trigger's own count (the n-th charge) stays; the original's
+// triggers are not touched.
+func TestDroppingSagasMovesEveryPosition(t *testing.T) {
+	sc := bigCase(20)
+	sc.Faults = []scenarios.Fault{
+		{ID: "f1", Kind: "kill", Target: "payment", AfterOrders: 10, Trigger: &scenarios.Trigger{On: scenarios.TriggerOrders, Count: 10}},
+		{ID: "f2", Kind: "kill", Target: "payment", Trigger: &scenarios.Trigger{On: scenarios.TriggerEffect, Proc: "world/gateway", F: "charge", Count: 3, Fallback: 16}},
+	}
+	keep := []int{0, 2, 4, 6, 8, 12, 14, 18} // five before 10, seven before 16
+	got := withSagas(sc, keep)
+	if f := got.Faults[0]; f.AfterOrders != 5 || f.Trigger.Count != 5 {
+		t.Errorf("orders trigger: after_orders %d, count %d; want 5, 5", f.AfterOrders, f.Trigger.Count)
+	}
+	if tr := got.Faults[1].Trigger; tr.Count != 3 || tr.Fallback != 7 {
+		t.Errorf("effect trigger: count %d, fallback %d; want 3, 7", tr.Count, tr.Fallback)
+	}
+	if sc.Faults[0].Trigger.Count != 10 || sc.Faults[1].Trigger.Fallback != 16 {
+		t.Errorf("the original's triggers changed: %+v %+v", *sc.Faults[0].Trigger, *sc.Faults[1].Trigger)
+	}
+}
