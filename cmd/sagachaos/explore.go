@@ -54,6 +54,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		keepRuns   = fs.Bool("keep-runs", false, "keep the run directory of every run (default: valid runs that reached nothing new are removed)")
 		fresh      = fs.Int("fresh", 25, "percent of candidates drawn fresh from the generator once the corpus has entries")
 		timeLimit  = fs.Duration("time-limit", 0, "bound each run's workload phase (default: the scenario's)")
+		scale      = fs.Float64("scale", 1, "scale the fresh candidates as run --scale does: the number of sagas, the workload's duration, the faults and rounds (0.25: shorter runs, more of them in a budget)")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
 		health     = fs.Duration("health-timeout", 30*time.Second, "how long each component may take to become healthy")
 	)
@@ -82,6 +83,10 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if exact != nil {
 		return fail(2, "explore: --scenario %s is a concrete scenario; a campaign draws from a spec of ranges (put concrete scenarios in a --corpus directory)", *scenario)
 	}
+	if *scale <= 0 {
+		return fail(2, "explore: --scale %v: want a positive factor", *scale)
+	}
+	spec = spec.Scaled(*scale)
 	if err := target.ValidateMutant(m, *mutant); err != nil {
 		return fail(2, "%v", err)
 	}
