@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sagachaos/sagachaos/targets"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/cdcrelay"
-	"github.com/sagachaos/sagachaos/targets/reference/internal/failpoint"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/relay"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
 )
@@ -73,16 +69,4 @@ func runCDCRelay(ctx context.Context, c *common) error {
 	case <-ctx.Done():
 		return nil
 	}
-}
-
-// listCDCFailpoints prints the catalogue of a target that runs the CDC
-// relay: the services' points and the CDC relay's.
-func listCDCFailpoints() {
-	var out []targets.Failpoint
-	for _, p := range failpoint.ForFlavour("cdc") {
-		out = append(out, targets.Failpoint{Name: p.Name, Component: p.Component, Description: p.Description})
-	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	enc.Encode(out)
 }
