@@ -10,31 +10,36 @@ import (
 
 // sagaRun records a run in which a kill of payment starts while one saga
 // waits at ChargePayment and ends after its reply; a failpoint fires in
-// orders and the component is back 20 ms later. at shifts the kill.
+// orders and the component is back 20 ms later. at shifts the kill. Each
+// op's time is set, not slept for: a sleep on a loaded machine overshoots
+// and moved the kill past the saga's reply.
 func sagaRun(t *testing.T, killAt time.Duration) *models.History {
 	t.Helper()
 	rec, _ := models.NewRecorder(nil, models.Header{})
 	start := rec.Start().UnixNano()
-	wait := func(d time.Duration) { time.Sleep(time.Until(rec.Start().Add(d))) }
-	rec.Record(models.ProcHarness, models.Info, models.FTarget, "", models.TargetDecl{Instances: []string{"orders", "payment"}})
-	rec.Record(models.ProcNemesis, models.Info, "failpoint", "", fr("f2", "failpoint", models.PhaseInstant, "orders.after-email", map[string]string{"effect": "armed", "armed": "orders"}))
-	wait(killAt)
-	rec.Record(models.ProcNemesis, models.Info, "kill", "", fr("f1", "kill", models.PhaseStart, "payment", map[string]string{"effect": "killed", "trigger": "ChargePayment record #1 for payment at orders/0@3"}))
-	wait(killAt + 20*time.Millisecond)
-	rec.Record(models.ProcNemesis, models.Info, "kill", "", fr("f1", "kill", models.PhaseEnd, "payment", map[string]string{"effect": "restarted"}))
-	wait(killAt + 30*time.Millisecond)
-	rec.Record(models.ProcNemesis, models.Info, "failpoint", "", fr("f2", "failpoint", models.PhaseFired, "orders.after-email", map[string]string{"effect": "fired", "instance": "orders", "hit": "1"}))
-	rec.Record(models.ProcNemesis, models.Info, "crash", "", fr("crash1", "crash", models.PhaseInstant, "orders", map[string]string{"fired": "f2"}))
-	wait(killAt + 50*time.Millisecond)
-	rec.Record(models.ProcNemesis, models.Info, "restart", "", fr("crash1", "restart", models.PhaseInstant, "orders", nil))
+	var times []time.Duration // the time of each op, by index
+	at := func(d time.Duration, proc string, typ models.OpType, f, order string, v any) {
+		rec.Record(proc, typ, f, order, v)
+		times = append(times, d)
+	}
+	at(0, models.ProcHarness, models.Info, models.FTarget, "", models.TargetDecl{Instances: []string{"orders", "payment"}})
+	at(0, models.ProcNemesis, models.Info, "failpoint", "", fr("f2", "failpoint", models.PhaseInstant, "orders.after-email", map[string]string{"effect": "armed", "armed": "orders"}))
+	at(killAt, models.ProcNemesis, models.Info, "kill", "", fr("f1", "kill", models.PhaseStart, "payment", map[string]string{"effect": "killed", "trigger": "ChargePayment record #1 for payment at orders/0@3"}))
+	at(killAt+20*time.Millisecond, models.ProcNemesis, models.Info, "kill", "", fr("f1", "kill", models.PhaseEnd, "payment", map[string]string{"effect": "restarted"}))
+	at(killAt+30*time.Millisecond, models.ProcNemesis, models.Info, "failpoint", "", fr("f2", "failpoint", models.PhaseFired, "orders.after-email", map[string]string{"effect": "fired", "instance": "orders", "hit": "1"}))
+	at(killAt+30*time.Millisecond, models.ProcNemesis, models.Info, "crash", "", fr("crash1", "crash", models.PhaseInstant, "orders", map[string]string{"fired": "f2"}))
+	at(killAt+50*time.Millisecond, models.ProcNemesis, models.Info, "restart", "", fr("crash1", "restart", models.PhaseInstant, "orders", nil))
 	ev := func(order, typ string, d time.Duration) {
-		rec.Record(models.ProcObserver, models.Event, typ, order, models.EventRecord{Topic: "orders", Timestamp: start + int64(d)})
+		at(killAt+50*time.Millisecond, models.ProcObserver, models.Event, typ, order, models.EventRecord{Topic: "orders", Timestamp: start + int64(d)})
 	}
 	ev("o-1", "OrderCreated", 1*time.Millisecond)
 	ev("o-1", "ChargePayment", 5*time.Millisecond)
 	ev("o-1", "PaymentCharged", 35*time.Millisecond)
 	ev("o-1", "OrderApproved", 200*time.Millisecond)
 	h := rec.History()
+	for i := range h.Ops {
+		h.Ops[i].T = int64(times[i])
+	}
 	h.Header.Started = rec.Start().UTC().Format(time.RFC3339Nano)
 	return h
 }
