@@ -9,6 +9,7 @@ import (
 	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
 	"github.com/sagachaos/sagachaos/scenarios"
+	"github.com/sagachaos/sagachaos/targets"
 )
 
 // TestNamedScenariosOnReference runs every named scenario (seed 1) against
@@ -17,12 +18,22 @@ import (
 // defect. Under -short only calm and everything run; `make scenarios` runs
 // seeds 1–3 of all of them.
 func TestNamedScenariosOnReference(t *testing.T) {
-	ctx := context.Background()
 	m, bin, fps := prepareReference(t)
 	names := scenarios.Names()
 	if testing.Short() {
 		names = []string{"calm", "everything"}
 	}
+	runValidOnSeed1(t, m, bin, fps, names)
+}
+
+// runValidOnSeed1 runs each named scenario's seed 1 against the target of
+// m, at a quarter of its length (the general scenarios last tens of
+// seconds; make scenarios runs them whole), and fails a subtest for every
+// run that does not end valid, naming the checkers and the first
+// violations.
+func runValidOnSeed1(t *testing.T, m *targets.Manifest, bin string, fps []targets.Failpoint, names []string) {
+	t.Helper()
+	ctx := context.Background()
 	out := t.TempDir()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
@@ -31,8 +42,6 @@ func TestNamedScenariosOnReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			if spec.Duration > 0 {
-				// The general scenarios last tens of seconds; a quarter of
-				// one keeps the suite short (make scenarios runs them whole).
 				spec = spec.Scaled(0.25)
 			}
 			sc, err := scenarios.Generate(spec, 1, target.Catalog(m, fps))
@@ -56,7 +65,7 @@ func TestNamedScenariosOnReference(t *testing.T) {
 						}
 					}
 				}
-				t.Fatalf("the correct reference is %s on %s seed 1 (run dir %s):%s", res.Verdict.Status, name, res.RunDir, msg)
+				t.Fatalf("the correct %s is %s on %s seed 1 (run dir %s):%s", m.Name, res.Verdict.Status, name, res.RunDir, msg)
 			}
 		})
 	}
