@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
@@ -12,7 +13,9 @@ import (
 )
 
 // runTarget builds the target of manifest (a path from the repository
-// root) and runs it once on a small calm scenario.
+// root) and runs it once on a small calm scenario (seed 1), with a health
+// deadline for a slow start on a loaded machine (a Node.js process of the
+// trip target took 44 s to start at a load average of 40).
 func runTarget(t *testing.T, manifest string, sagas int) (*targets.Manifest, models.Verdict, string) {
 	t.Helper()
 	m, err := target.Find(filepath.Join("..", manifest))
@@ -32,7 +35,7 @@ func runTarget(t *testing.T, manifest string, sagas int) (*targets.Manifest, mod
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Options{Manifest: m, Scenario: sc, Bin: bin, RunDir: filepath.Join(t.TempDir(), "run")})
+	res, err := Run(context.Background(), Options{Manifest: m, Scenario: sc, Bin: bin, RunDir: filepath.Join(t.TempDir(), "run"), HealthTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("run %s: %v", m.Name, err)
 	}

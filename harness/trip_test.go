@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sagachaos/sagachaos/harness/target"
 	"github.com/sagachaos/sagachaos/models"
@@ -43,7 +42,7 @@ func requireNode(t *testing.T) {
 // manifest declares show up in the history.
 func TestTripTargetTypeScript(t *testing.T) {
 	requireNode(t)
-	v, dir := runTrip(t, 20)
+	_, v, dir := runTarget(t, "targets/trip/manifest.json", 20)
 	if v.Status != models.Valid {
 		t.Fatalf("trip is %s (run dir %s): %+v", v.Status, dir, v.Results)
 	}
@@ -85,35 +84,6 @@ func TestTripTargetTypeScript(t *testing.T) {
 			t.Errorf("failpoint %s never reached (the failpoint log: %v)", fp, slices.Sorted(maps.Keys(reached)))
 		}
 	}
-}
-
-// runTrip runs the trip target once on calm seed 1 with n sagas, like
-// runTarget, with a health deadline for Node.js start-up on a loaded
-// machine (a Node process took 44 s to start at a load average of 40).
-func runTrip(t *testing.T, n int) (models.Verdict, string) {
-	t.Helper()
-	m, err := target.Find(filepath.Join("..", "targets", "trip", "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, fps, err := target.Prepare(context.Background(), m, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := scenarios.Load("calm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Sagas = scenarios.Range{Min: n, Max: n}
-	sc, err := scenarios.Generate(spec, 1, target.Catalog(m, fps))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), Options{Manifest: m, Scenario: sc, Bin: bin, RunDir: filepath.Join(t.TempDir(), "run"), HealthTimeout: 2 * time.Minute})
-	if err != nil {
-		t.Fatalf("run trip: %v", err)
-	}
-	return res.Verdict, res.RunDir
 }
 
 // Every scenario a trip mutant names for the self-test is one the
