@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sagachaos/sagachaos/targets/reference/internal/cdcrelay"
-	"github.com/sagachaos/sagachaos/targets/reference/internal/relay"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
 )
 
@@ -17,13 +16,9 @@ import (
 // RELAY_SLOT_WAIT (how often a relay waiting for a slot checks it, default
 // 200ms) and RELAY_BATCH (transactions produced together, default 50).
 func runCDCRelay(ctx context.Context, c *common) error {
-	s, err := svc.Env("RELAY_DATABASES")
+	dbs, err := relayDatabases()
 	if err != nil {
 		return err
-	}
-	dbs, err := relay.ParseDatabases(s)
-	if err != nil {
-		return &svc.ConfigError{Msg: err.Error()}
 	}
 	wait, err := svc.EnvDuration("RELAY_SLOT_WAIT", 200*time.Millisecond)
 	if err != nil {

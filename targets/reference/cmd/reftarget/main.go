@@ -229,14 +229,25 @@ func run(ctx context.Context, component string) error {
 	}
 }
 
-func runRelay(ctx context.Context, c *common) error {
+// relayDatabases reads RELAY_DATABASES ("orders=URL inventory=URL"), the outboxes a relay
+// of either flavour publishes; a malformed value is a configuration error
+// (exit 2).
+func relayDatabases() (map[string]string, error) {
 	s, err := svc.Env("RELAY_DATABASES")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dbs, err := relay.ParseDatabases(s)
 	if err != nil {
-		return &svc.ConfigError{Msg: err.Error()}
+		return nil, &svc.ConfigError{Msg: err.Error()}
+	}
+	return dbs, nil
+}
+
+func runRelay(ctx context.Context, c *common) error {
+	dbs, err := relayDatabases()
+	if err != nil {
+		return err
 	}
 	retention, err := svc.EnvDuration("OUTBOX_RETENTION", time.Hour)
 	if err != nil {
