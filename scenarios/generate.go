@@ -162,6 +162,7 @@ func (s *Spec) CheckAgainst(file string, c Catalog) error {
 			}
 		}
 	}
+	inst := c.instancesOf(map[string]int{"relay": s.Relays.Max})
 	for _, set := range []struct {
 		field string
 		pats  []string
@@ -173,7 +174,7 @@ func (s *Spec) CheckAgainst(file string, c Catalog) error {
 		{"faults.links", s.Faults.Links, links, "no link matches"},
 	} {
 		for i, p := range set.pats {
-			if len(filter(set.names, []string{p})) == 0 {
+			if len(filter(set.names, c.expand([]string{p}, inst, set.field))) == 0 {
 				return &SpecError{File: file, Field: fmt.Sprintf("%s[%d]", set.field, i),
 					Problem: fmt.Sprintf("%s %q (known: %s)", set.what, p, strings.Join(set.names, ", "))}
 			}
@@ -296,7 +297,10 @@ func (c Catalog) Aim(s *Spec, replicas map[string]int) faults.Aim { return c.aim
 func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 	inst := c.instancesOf(replicas)
 	a := faults.Aim{Ambiguous: c.Ambiguous}
-	for _, l := range filter(c.Links(replicas), s.Faults.Links) {
+	linkPats := c.expand(s.Faults.Links, inst, "faults.links")
+	compPats := c.expand(s.Faults.Components, inst, "faults.components")
+	fpPats := c.expand(s.Faults.Failpoints, inst, "faults.failpoints")
+	for _, l := range filter(c.Links(replicas), linkPats) {
 		if s.procs == nil || s.procs[linkProcess(c, l, replicas)] {
 			a.Links = append(a.Links, l)
 		}
@@ -306,7 +310,7 @@ func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 			continue
 		}
 		for _, in := range inst[p.Name] {
-			if !matchAny(s.Faults.Components, in) {
+			if !matchAny(compPats, in) {
 				continue
 			}
 			a.Components = append(a.Components, in)
@@ -319,7 +323,7 @@ func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 		if fp.Kind == "marker" || (s.procs != nil && !s.procs[fp.Component]) {
 			continue
 		}
-		if matchAny(s.Faults.Failpoints, fp.Name) {
+		if matchAny(fpPats, fp.Name) {
 			a.Failpoints = append(a.Failpoints, faults.FailpointAim{Name: fp.Name, Instances: inst[fp.Component]})
 		}
 	}
@@ -327,7 +331,7 @@ func (c Catalog) aim(s *Spec, replicas map[string]int) faults.Aim {
 		if s.procs != nil && !s.procs[sl.Process] {
 			continue
 		}
-		if in := filter(inst[sl.Process], s.Faults.Components); len(in) > 0 {
+		if in := filter(inst[sl.Process], compPats); len(in) > 0 {
 			a.Slots = append(a.Slots, faults.SlotAim{DB: sl.DB, Instances: in})
 		}
 	}

@@ -283,6 +283,9 @@ func (s *Spec) validate() *SpecError {
 				return bad(fmt.Sprintf("%s[%d]", field, i), "bad pattern %q: %v", p, err)
 			}
 		}
+		if i, problem := checkSelectors(pats, field == "faults.links"); i >= 0 {
+			return bad(fmt.Sprintf("%s[%d]", field, i), "%s", problem)
+		}
 	}
 	if s.Duration < 0 {
 		return bad("duration", "negative")
