@@ -25,7 +25,7 @@ usage:
                                       replay a run's scenario.json; --until: rerun until the violation recurs; say how faithfully
   sagachaos check  RUN_DIR            re-check a saved history offline, rewrite verdict.json
   sagachaos report RUN_DIR...         (re)render report.html; several runs: also an index.html
-  sagachaos list   scenarios|faults|checkers|mutants|failpoints
+  sagachaos list   scenarios|faults|selectors|checkers|mutants|failpoints
   sagachaos selftest [--mutants a,b|none] [--mutant-seeds 5] [--detect-seeds 3] [--reference-seeds 2] [--scenarios swarm,everything] [--scale F]
                                       the gate: every planted bug caught by its checker, the reference never flagged
   sagachaos coverage RUN_DIR...       failpoint × fault and branch × fault matrices of saved runs

@@ -180,6 +180,10 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	case "faults":
 		writeFaults(stdout)
+	case "selectors":
+		for _, n := range scenarios.SelectorNames() {
+			fmt.Fprintf(tw, "%s\t%s\n", n, scenarios.SelectorDoc(n))
+		}
 	case "checkers":
 		for _, d := range checkers.Describe() {
 			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Invariant)
@@ -210,7 +214,7 @@ func cmdList(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Component, f.Description)
 		}
 	default:
-		return fail(2, "list: unknown list %q (want scenarios, faults, checkers, mutants or failpoints)", args[0])
+		return fail(2, "list: unknown list %q (want scenarios, faults, selectors, checkers, mutants or failpoints)", args[0])
 	}
 	return nil
 }
