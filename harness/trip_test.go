@@ -86,10 +86,11 @@ func TestTripTargetTypeScript(t *testing.T) {
 	}
 }
 
-// Every scenario a trip mutant names for the self-test is one the
-// generator accepts for trip: a scenario written for the reference's
-// components (inventory, orders, payment→gateway) would make each of the
-// mutant's self-test runs an error instead of a chance to catch it.
+// Every general scenario, and every scenario a trip mutant names for the
+// self-test, is one the generator accepts for trip: a scenario written for
+// the reference's components (inventory, orders, payment→gateway) instead
+// of by selectors (@consumer, @api, @pivot→@world) would make each of its
+// runs an error instead of a chance to catch a bug.
 func TestTripMutantScenariosApply(t *testing.T) {
 	requireNode(t)
 	m, err := target.Find(filepath.Join("..", "targets", "trip", "manifest.json"))
@@ -103,6 +104,15 @@ func TestTripMutantScenariosApply(t *testing.T) {
 	cat := target.Catalog(m, fps)
 	if len(m.Mutants) < 5 {
 		t.Fatalf("trip declares %d mutants, want at least 5", len(m.Mutants))
+	}
+	for _, n := range generalScenarios {
+		spec, err := scenarios.Load(n)
+		if err == nil {
+			err = spec.CheckAgainst(n, cat)
+		}
+		if err != nil {
+			t.Errorf("general scenario on trip: %v", err)
+		}
 	}
 	for _, mu := range m.Mutants {
 		if len(mu.Scenarios) == 0 {
