@@ -89,6 +89,32 @@ func TestCompareRunsSaysWhereTheSagasWere(t *testing.T) {
 	}
 }
 
+func TestSameStepsIgnoresTimingNoise(t *testing.T) {
+	hit := func(ms ...string) Hit {
+		h := Hit{Moments: map[string]int{}}
+		for _, m := range ms {
+			h.Moments[m]++
+		}
+		return h
+	}
+	for _, c := range []struct {
+		a, b Hit
+		want bool
+	}{
+		{hit(), hit(), true},
+		{hit("ChargePayment"), hit("ChargePayment", "ChargePayment"), true}, // counts are timing
+		{hit("ChargePayment", "StockReserved"), hit("ChargePayment"), true}, // 1 of 2
+		{hit("ChargePayment", "StockReserved", "placed"), hit("ChargePayment", "StockReserved", "PaymentCharged"), true},
+		{hit("ChargePayment"), hit("PaymentCharged"), false},
+		{hit("ChargePayment"), hit(), false},
+		{hit("ChargePayment", "StockReserved", "placed"), hit("ChargePayment", "PaymentCharged", "DeliveryScheduled"), false}, // 1 of 5
+	} {
+		if got := sameSteps(c.a, c.b); got != c.want || sameSteps(c.b, c.a) != c.want {
+			t.Errorf("sameSteps(%s | %s) = %v, want %v (both ways)", c.a.Steps(), c.b.Steps(), got, c.want)
+		}
+	}
+}
+
 // TestBrokerFaultsThatHitTookEffect: a fault armed for its window (a
 // broker error on the next requests) took effect when its undo counted
 // hits, and not when it counted none.

@@ -158,8 +158,8 @@ type Fidelity struct {
 	SameEffect int
 	SamePlace  int
 	// SameSteps counts the faults that took the same effect and found the
-	// in-flight sagas at the same set of moments (Hit); set by CompareRuns
-	// only (Steps true).
+	// in-flight sagas at mostly the same moments (Hit; sameSteps); set by
+	// CompareRuns only (Steps true).
 	SameSteps int
 	Steps     bool
 	// StepsDiffer lists, for faults that took the same effect, where the
@@ -237,7 +237,7 @@ func CompareRuns(original, replay *models.History) Fidelity {
 		if !ok || r.What != o.What || !okA || !okB {
 			continue
 		}
-		if x.stepSet() == y.stepSet() {
+		if sameSteps(x, y) {
 			f.SameSteps++
 			continue
 		}
