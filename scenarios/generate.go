@@ -146,10 +146,11 @@ func (s *Spec) CheckAgainst(file string, c Catalog) error {
 		}
 	}
 	var comps []string
-	for _, v := range c.instancesOf(map[string]int{"relay": s.Relays.Max}) {
+	most := c.RelayReplicas(s.Relays.Max)
+	for _, v := range c.instancesOf(most) {
 		comps = append(comps, v...)
 	}
-	links := c.Links(map[string]int{"relay": s.Relays.Max})
+	links := c.Links(most)
 	if c.Domain != nil {
 		known := c.Domain.Params()
 		for _, k := range sortedParams(s.Params) {
@@ -162,7 +163,7 @@ func (s *Spec) CheckAgainst(file string, c Catalog) error {
 			}
 		}
 	}
-	inst := c.instancesOf(map[string]int{"relay": s.Relays.Max})
+	inst := c.instancesOf(most)
 	for _, set := range []struct {
 		field string
 		pats  []string
@@ -224,7 +225,7 @@ func chance(t *rapid.T, p float64, label string) bool {
 func draw(t *rapid.T, s *Spec, c Catalog) Scenario {
 	sc := Scenario{Name: s.Name, Description: s.Description, Limits: s.Limits}
 	relays := drawRange(t, s.Relays, "relays")
-	sc.Replicas = map[string]int{"relay": relays}
+	sc.Replicas = c.RelayReplicas(relays)
 	if s.Swarm != nil {
 		s, sc.Swarm = s.Swarm.draw(t, s, c)
 	}

@@ -194,3 +194,30 @@ func (c Catalog) expandOne(p string, inst map[string][]string, field string) []s
 		return side(p, instancesOf)
 	}
 }
+
+// RelayProcesses names the processes whose instance count a scenario's
+// relays range draws: every process with role relay, or — in a manifest
+// that declares no relay role — the process named "relay". A target that
+// names its relay otherwise ("outbox-publisher") still gets competing
+// relays; without this it ran one instance in every scenario.
+func (c Catalog) RelayProcesses() []string {
+	out := c.selectProcesses("@relay")
+	if len(out) == 0 {
+		for _, p := range c.Processes {
+			if p.Name == "relay" {
+				out = append(out, p.Name)
+			}
+		}
+	}
+	return out
+}
+
+// RelayReplicas is the replica overrides that give every relay process n
+// instances.
+func (c Catalog) RelayReplicas(n int) map[string]int {
+	out := map[string]int{}
+	for _, name := range c.RelayProcesses() {
+		out[name] = n
+	}
+	return out
+}

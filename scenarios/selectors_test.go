@@ -120,3 +120,38 @@ func TestBadSelectorsRefused(t *testing.T) {
 		t.Errorf("@pivot on a target without a saga: err = %v", err)
 	}
 }
+
+// A relay process called otherwise than "relay" still gets the scenario's
+// competing relays, and faults aim at its instances; a manifest without
+// roles keeps the process named "relay".
+func TestRelaysRangeByRole(t *testing.T) {
+	publisher := Catalog{APIProcess: "api", Processes: []Process{
+		{Name: "api", Role: "api", Depends: []string{"postgres", "kafka"}},
+		{Name: "publisher", Role: "relay", Depends: []string{"postgres", "kafka"}},
+	}}
+	if got := publisher.RelayProcesses(); !reflect.DeepEqual(got, []string{"publisher"}) {
+		t.Fatalf("relay processes %v", got)
+	}
+	legacy := Catalog{Processes: []Process{{Name: "orders"}, {Name: "relay"}}}
+	if got := legacy.RelayProcesses(); !reflect.DeepEqual(got, []string{"relay"}) {
+		t.Fatalf("relay processes without roles %v", got)
+	}
+	s, err := ParseSpec("relays.json", []byte(`{"name":"relays","sagas":{"min":5,"max":5},"clients":{"min":1,"max":1},"relays":{"min":3,"max":3},
+		"faults":{"count":{"min":4,"max":4},"kinds":["kill"],"components":["@relay"]},
+		"limits":{"time_limit":"10s","quiesce":"10s","client_timeout":"1s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Generate(s, 1, publisher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sc.Replicas, map[string]int{"publisher": 3}) {
+		t.Errorf("replicas %v, want publisher: 3", sc.Replicas)
+	}
+	for _, f := range sc.Faults {
+		if !strings.HasPrefix(f.Target, "publisher-") {
+			t.Errorf("kill aimed at %q, want a publisher instance", f.Target)
+		}
+	}
+}

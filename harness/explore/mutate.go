@@ -285,19 +285,22 @@ func (m *Mutator) apply(sc *scenarios.Scenario, op string, other *scenarios.Scen
 		}
 		return fmt.Sprintf("stock ×%.2f", f), true
 	case "relays":
-		p, ok := m.process("relay")
-		if !ok {
+		names := m.Catalog.RelayProcesses()
+		if len(names) == 0 {
 			return "", false
 		}
+		p, _ := m.process(names[0])
 		lo, hi := max(1, m.Spec.Relays.Min), max(m.Spec.Relays.Max, p.Replicas, 2)
 		r := lo + m.Rand.IntN(hi-lo+1)
 		if sc.Replicas == nil {
 			sc.Replicas = map[string]int{}
 		}
-		if sc.Replicas["relay"] == r {
+		if sc.Replicas[names[0]] == r {
 			return "", false
 		}
-		sc.Replicas["relay"] = r
+		for _, name := range names {
+			sc.Replicas[name] = r
+		}
 		m.reaim(sc)
 		return fmt.Sprintf("relays %d", r), true
 	case "workload":

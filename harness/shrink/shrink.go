@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sagachaos/sagachaos/harness"
@@ -329,20 +330,25 @@ var simplifications = []struct {
 		return out, true
 	}},
 	{"one relay", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
-		if sc.Replicas["relay"] <= 1 {
+		// The scenario's replica overrides are its relay processes'
+		// (scenarios.Catalog.RelayReplicas), whatever the target calls them.
+		many := false
+		for _, n := range sc.Replicas {
+			many = many || n > 1
+		}
+		if !many {
 			return sc, false
 		}
 		for _, f := range sc.Faults {
-			if aimsAtReplica(f) {
+			if aimsAtReplica(f, sc.Replicas) {
 				return sc, false // the fault needs the other relays
 			}
 		}
 		out := sc
 		out.Replicas = map[string]int{}
-		for k, v := range sc.Replicas {
-			out.Replicas[k] = v
+		for k := range sc.Replicas {
+			out.Replicas[k] = 1
 		}
-		out.Replicas["relay"] = 1
 		return out, true
 	}},
 	{"single submissions, no retries", func(sc scenarios.Scenario) (scenarios.Scenario, bool) {
@@ -381,17 +387,21 @@ var simplifications = []struct {
 	}},
 }
 
-// aimsAtReplica: a fault aimed at a relay other than the first.
-func aimsAtReplica(f scenarios.Fault) bool {
+// aimsAtReplica: a fault aimed at an instance other than the first of a
+// replicated process (relay-2, or relay-3→kafka).
+func aimsAtReplica(f scenarios.Fault, replicas map[string]int) bool {
 	target := f.Target
 	if k, err := f.Spec(); err == nil {
 		if a, ok := k.(faults.StartArmed); ok {
 			target, _, _, _ = a.Arm(f.View())
 		}
 	}
-	for _, p := range []string{"relay-2", "relay-3", "relay-4", "relay-5", "relay-6", "relay-7", "relay-8"} {
-		if len(target) >= len(p) && target[:len(p)] == p {
-			return true
+	for name, n := range replicas {
+		for i := 2; i <= n; i++ {
+			in := scenarios.Instances(name, n)[i-1]
+			if target == in || strings.HasPrefix(target, in+"→") {
+				return true
+			}
 		}
 	}
 	return false
