@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -334,9 +335,16 @@ func (p *localPG) pid() int {
 	return p.cmd.Process.Pid
 }
 
-// kill SIGKILLs the postmaster and every child it has (PostgreSQL children
-// call setsid, so a process group kill would miss them) and waits until all
-// of them are gone, so the port and the data dir are free again.
+// kill SIGKILLs the postmaster and every process of the cluster and waits
+// until all of them are gone, so the port, the data dir and the shared
+// memory block are free again. The postmaster is stopped first so it forks
+// no backend between the listing and the kill, and the cluster's processes
+// are found by their working directory (every PostgreSQL process runs in
+// its data dir) as well as by parent: a backend forked just before the
+// postmaster died is reparented to init and would otherwise live on holding
+// the shared memory block, and every restart would fail with "pre-existing
+// shared memory block is still in use" (seen under a load of 15: the
+// database never came back and the run ended unknown).
 func (p *localPG) kill() {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
@@ -345,25 +353,61 @@ func (p *localPG) kill() {
 		return
 	}
 	pm := cmd.Process.Pid
-	kids := childrenOf(pm)
+	_ = syscall.Kill(pm, syscall.SIGSTOP)
+	for i := 0; i < 200; i++ {
+		if st, _, ok := procStat(pm); !ok || st == "T" || st == "t" || st == "Z" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	kids := append(childrenOf(pm), processesIn(p.dataDir)...)
 	_ = syscall.Kill(pm, syscall.SIGKILL)
 	for _, k := range kids {
 		_ = syscall.Kill(k, syscall.SIGKILL)
 	}
 	<-done
-	for i := 0; i < 1000; i++ {
-		left := false
-		for _, k := range kids {
-			if processAlive(k) {
-				left = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []int
+		for _, k := range append(kids, processesIn(p.dataDir)...) {
+			if k != pm && processAlive(k) && !slices.Contains(left, k) {
+				left = append(left, k)
 			}
 		}
-		if !left {
+		if len(left) == 0 {
 			return
+		}
+		if time.Now().After(deadline) {
+			p.log.Warn("postgres processes still alive after SIGKILL", "postmaster", pm, "processes", left)
+			return
+		}
+		for _, k := range left {
+			_ = syscall.Kill(k, syscall.SIGKILL)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	p.log.Warn("postgres children still alive after SIGKILL", "postmaster", pm, "children", kids)
+}
+
+// processesIn lists the live processes whose working directory is dir.
+func processesIn(dir string) []int {
+	if dir == "" {
+		return nil
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // /proc/PID/cwd is the resolved path
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir && processAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // childrenOf lists the live children of pid, from /proc.
