@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		out        = fs.String("out", "explore", "directory for campaign directories")
 		keepGoing  = fs.Bool("keep-going", false, "run on after a violation, grouping violations by signature")
 		keepRuns   = fs.Bool("keep-runs", false, "keep the run directory of every run (default: valid runs that reached nothing new are removed)")
-		fresh      = fs.Int("fresh", 25, "percent of candidates drawn fresh from the generator once the corpus has entries")
+		fresh      = fs.String("fresh", "25", "percent of candidates drawn fresh from the generator once the corpus has entries, or auto: follow what fresh draws and mutants have each added so far (25-90)")
 		timeLimit  = fs.Duration("time-limit", 0, "bound each run's workload phase (default: the scenario's)")
 		scale      = fs.Float64("scale", 1, "scale the fresh candidates as run --scale does: the number of sagas, the workload's duration, the faults and rounds (0.25: shorter runs, more of them in a budget)")
 		verbose    = fs.Bool("v", false, "log the harness's phases to stderr")
@@ -69,8 +70,13 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *budget <= 0 && *maxRuns <= 0 {
 		return fail(2, "explore: give a positive --budget or --runs")
 	}
-	if *fresh < 1 || *fresh > 100 {
-		return fail(2, "explore: --fresh %d is not a percentage in 1..100", *fresh)
+	freshPercent, adaptive := 25, *fresh == "auto"
+	if !adaptive {
+		n, err := strconv.Atoi(*fresh)
+		if err != nil || n < 1 || n > 100 {
+			return fail(2, "explore: --fresh %q is not auto or a percentage in 1..100", *fresh)
+		}
+		freshPercent = n
 	}
 	m, err := target.Find(*targetName)
 	if err != nil {
@@ -152,7 +158,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	live.start()
 	rep, err := explore.Run(ctx, explore.Options{
-		Mutator: mut, Runner: runner, Budget: *budget, MaxRuns: *maxRuns, KeepGoing: *keepGoing, Initial: initial, FreshPercent: *fresh,
+		Mutator: mut, Runner: runner, Budget: *budget, MaxRuns: *maxRuns, KeepGoing: *keepGoing, Initial: initial, FreshPercent: freshPercent, AdaptiveFresh: adaptive,
 		Keep: saver.Save,
 		Journal: func(r explore.Record) {
 			b, _ := json.Marshal(r)

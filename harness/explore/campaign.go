@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -40,6 +41,8 @@ type Candidate struct {
 	// Parents are the corpus entries it was made from.
 	Parents  []string
 	Scenario scenarios.Scenario
+	// fresh marks a candidate drawn fresh from the generator.
+	fresh bool
 }
 
 // Digest identifies the candidate's scenario (its JSON): two campaigns made
@@ -121,8 +124,12 @@ type Options struct {
 	// earlier campaign).
 	Initial []Entry
 	// FreshPercent is the share of candidates drawn fresh from the
-	// generator once the corpus has entries (default 25).
+	// generator once the corpus has entries (default 25), unless
+	// AdaptiveFresh.
 	FreshPercent int
+	// AdaptiveFresh sets the fresh share from what each kind of candidate
+	// has added so far (freshShare) instead of FreshPercent.
+	AdaptiveFresh bool
 	// Keep, when set, stores an entry that reached something new and
 	// returns where (the corpus directory).
 	Keep func(Entry) (string, error)
@@ -198,6 +205,32 @@ type campaign struct {
 	corpus []Entry
 	rep    Report
 	errRun int // runs in a row without a verdict
+	// What fresh candidates and mutants have added: runs and new features.
+	freshRuns, freshNew, mutantRuns, mutantNew int
+}
+
+// freshShare is the percent of candidates drawn fresh once the corpus has
+// entries: FreshPercent, or with AdaptiveFresh a two-armed bandit on the
+// new features per run each kind of candidate has brought, each arm
+// starting from one pretend run at the campaign's mean so that neither is
+// starved, kept between 25 % and 90 %. When every mutant of the corpus
+// reaches less than a fresh draw does, the campaign draws fresh more often
+// — a seed sweep's diversity — and the other way round.
+func (c *campaign) freshShare() int {
+	if !c.o.AdaptiveFresh {
+		return c.o.FreshPercent
+	}
+	runs := c.freshRuns + c.mutantRuns
+	if runs == 0 {
+		return c.o.FreshPercent
+	}
+	prior := float64(c.freshNew+c.mutantNew) / float64(runs)
+	f := (float64(c.freshNew) + prior) / float64(c.freshRuns+1)
+	m := (float64(c.mutantNew) + prior) / float64(c.mutantRuns+1)
+	if f+m == 0 {
+		return c.o.FreshPercent
+	}
+	return min(90, max(25, int(math.Round(100*f/(f+m)))))
 }
 
 func (c *campaign) progress(running *Candidate, last *Record) {
@@ -269,7 +302,7 @@ func (c *campaign) next(n int) (Candidate, error) {
 		cand.Origin, cand.Scenario = "corpus "+e.File, e.Scenario
 		return cand, nil
 	}
-	if len(c.corpus) > 0 && m.Rand.IntN(100) >= c.o.FreshPercent {
+	if len(c.corpus) > 0 && m.Rand.IntN(100) >= c.freshShare() {
 		for range 5 {
 			p := c.pick(-1)
 			var other *scenarios.Scenario
@@ -296,7 +329,7 @@ func (c *campaign) next(n int) (Candidate, error) {
 	if err != nil {
 		return cand, err
 	}
-	cand.Origin = fmt.Sprintf("fresh seed %d", seed)
+	cand.Origin, cand.fresh = fmt.Sprintf("fresh seed %d", seed), true
 	sc.Description = fmt.Sprintf("explore %s: %s of %s", cand.Name, cand.Origin, m.Spec.Name)
 	cand.Scenario = sc
 	return cand, nil
@@ -350,6 +383,13 @@ func (c *campaign) observe(cand Candidate, res Result) Record {
 	}
 	fresh := c.cov.Add(res.Signature)
 	rec.New = len(fresh)
+	if res.Err == "" && !strings.HasPrefix(cand.Origin, "corpus ") {
+		if cand.fresh {
+			c.freshRuns, c.freshNew = c.freshRuns+1, c.freshNew+len(fresh)
+		} else {
+			c.mutantRuns, c.mutantNew = c.mutantRuns+1, c.mutantNew+len(fresh)
+		}
+	}
 	switch {
 	case res.Status == models.Invalid:
 		key := strings.Join(res.Violations, " + ")

@@ -145,3 +145,29 @@ func TestCampaignStopsAtTheFirstViolation(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveFreshShare: with AdaptiveFresh the share of fresh draws
+// follows what fresh draws and mutants have each added per run, between
+// 25 % and 90 %; without it, or before any run, it is FreshPercent.
+func TestAdaptiveFreshShare(t *testing.T) {
+	for _, c := range []struct {
+		name                                       string
+		adaptive                                   bool
+		freshRuns, freshNew, mutantRuns, mutantNew int
+		want                                       int
+	}{
+		{"fixed", false, 3, 300, 10, 30, 25},
+		{"no runs yet", true, 0, 0, 0, 0, 25},
+		{"fresh draws add more", true, 3, 300, 10, 30, 90},
+		{"mutants add more", true, 2, 0, 10, 200, 25},
+		{"even", true, 5, 50, 5, 50, 50},
+		{"fresh somewhat better", true, 4, 120, 8, 80, 72},
+		{"nothing new anywhere", true, 4, 0, 8, 0, 25},
+	} {
+		camp := &campaign{o: Options{FreshPercent: 25, AdaptiveFresh: c.adaptive},
+			freshRuns: c.freshRuns, freshNew: c.freshNew, mutantRuns: c.mutantRuns, mutantNew: c.mutantNew}
+		if got := camp.freshShare(); got != c.want {
+			t.Errorf("%s: fresh share %d%%, want %d%%", c.name, got, c.want)
+		}
+	}
+}
