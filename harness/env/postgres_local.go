@@ -396,31 +396,27 @@ func processesIn(dir string) []int {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real // /proc/PID/cwd is the resolved path
 	}
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir && processAlive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return processesWhere(func(pid int) bool {
+		cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+		return err == nil && cwd == dir && processAlive(pid)
+	})
 }
 
 // childrenOf lists the live children of pid, from /proc.
 func childrenOf(pid int) []int {
+	return processesWhere(func(c int) bool {
+		st, ppid, ok := procStat(c)
+		return ok && st != "Z" && ppid == pid
+	})
+}
+
+// processesWhere lists the processes in /proc that satisfy keep.
+func processesWhere(keep func(pid int) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range ents {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ppid, ok := procStat(c); ok && st != "Z" && ppid == pid {
-			out = append(out, c)
+		if pid, err := strconv.Atoi(e.Name()); err == nil && keep(pid) {
+			out = append(out, pid)
 		}
 	}
 	return out
