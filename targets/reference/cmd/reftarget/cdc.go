@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sagachaos/sagachaos/targets/reference/internal/cdcrelay"
 	"github.com/sagachaos/sagachaos/targets/reference/internal/svc"
@@ -32,15 +29,10 @@ func runCDCRelay(ctx context.Context, c *common) error {
 	if err != nil {
 		return err
 	}
-	opts := append(svc.KafkaOpts(c.brokers),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.ProducerLinger(0),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := relayProducer(c.brokers)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("kafka client: %w", err)
+		return err
 	}
 	defer cl.Close()
 	cfg := cdcrelay.Config{Client: cl, Instance: svc.Instance(), Wait: wait, Batch: batch, Log: c.log}

@@ -278,14 +278,9 @@ func runRelay(ctx context.Context, c *common) error {
 		defer p.Close()
 		cfg.Sources = append(cfg.Sources, relay.Source{Name: name, Pool: p})
 	}
-	opts := append(svc.KafkaOpts(c.brokers),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		kgo.ProducerLinger(0),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := relayProducer(c.brokers)
 	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
+		return err
 	}
 	defer cl.Close()
 	cfg.Client = cl
@@ -324,4 +319,19 @@ func listFailpoints(points []failpoint.Point) {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	enc.Encode(out)
+}
+
+// relayProducer is the Kafka client both relay flavours publish with: keyed
+// by aggregate onto one partition, no lingering, acknowledged by every
+// in-sync replica before a row counts as published.
+func relayProducer(brokers string) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append(svc.KafkaOpts(brokers),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		kgo.ProducerLinger(0),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return cl, nil
 }
