@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -32,14 +33,7 @@ var selectors = map[string]string{
 }
 
 // SelectorNames lists the selectors a scenario file may use, sorted.
-func SelectorNames() []string {
-	out := make([]string, 0, len(selectors))
-	for k := range selectors {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func SelectorNames() []string { return slices.Sorted(maps.Keys(selectors)) }
 
 // SelectorDoc is what a selector selects, for `sagachaos list` and errors.
 func SelectorDoc(name string) string { return selectors[name] }

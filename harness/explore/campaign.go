@@ -383,12 +383,12 @@ func (c *campaign) observe(cand Candidate, res Result) Record {
 	}
 	fresh := c.cov.Add(res.Signature)
 	rec.New = len(fresh)
-	if res.Err == "" && !strings.HasPrefix(cand.Origin, "corpus ") {
-		if cand.fresh {
-			c.freshRuns, c.freshNew = c.freshRuns+1, c.freshNew+len(fresh)
-		} else {
-			c.mutantRuns, c.mutantNew = c.mutantRuns+1, c.mutantNew+len(fresh)
-		}
+	switch {
+	case res.Err != "":
+	case cand.fresh:
+		c.freshRuns, c.freshNew = c.freshRuns+1, c.freshNew+len(fresh)
+	case len(cand.Parents) > 0: // a mutant; an initial corpus entry has none
+		c.mutantRuns, c.mutantNew = c.mutantRuns+1, c.mutantNew+len(fresh)
 	}
 	switch {
 	case res.Status == models.Invalid:
